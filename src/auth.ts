@@ -1,0 +1,83 @@
+// Logging in (contract §3): throttle, refuse what must not reach IMAP, verify, then start a fresh session.
+import type { Credentials } from './credentials.ts';
+import { hasForbiddenCharacters } from './credentials.ts';
+import type { Authenticator, LoginFailure } from './imap.ts';
+import type { Sessions } from './sessions.ts';
+import type { UserStore } from './store/types.ts';
+import type { LoginThrottle } from './throttle.ts';
+
+export interface LoginDeps {
+  readonly users: UserStore;
+  readonly sessions: Sessions;
+  readonly throttle: LoginThrottle;
+  readonly authenticator: Authenticator;
+  readonly allowNewUsers: boolean;
+}
+
+export type LoginOutcome =
+  | {
+      readonly kind: 'success';
+      readonly username: string;
+      readonly sessionId: string;
+      readonly expiresAt: number;
+    }
+  | { readonly kind: 'failure'; readonly failure: LoginFailure; readonly reason: string }
+  | { readonly kind: 'throttled'; readonly retryAfterSeconds: number };
+
+const fail = (failure: LoginFailure, reason: string): LoginOutcome => ({ kind: 'failure', failure, reason });
+
+/**
+ * One login attempt from `clientIp`. `previousSessionId` (the cookie sent along) is invalidated on
+ * success: login always mints a new id (contract §2, no session fixation).
+ */
+export async function login(
+  deps: LoginDeps,
+  credentials: Credentials,
+  clientIp: string,
+  previousSessionId: string | undefined,
+): Promise<LoginOutcome> {
+  const { username, password } = credentials;
+  const verdict = await deps.throttle.admit(username, clientIp);
+  if (verdict.throttled) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
+  let settled: 'success' | 'bad_credentials' | 'other' = 'other';
+  try {
+    const outcome = await attempt(deps, credentials, clientIp, previousSessionId);
+    if (outcome.kind === 'success') settled = 'success';
+    else if (outcome.kind === 'failure' && outcome.failure === 'bad_credentials') settled = 'bad_credentials';
+    return outcome;
+  } finally {
+    await deps.throttle.settle(username, clientIp, password, settled);
+  }
+}
+
+async function attempt(
+  deps: LoginDeps,
+  credentials: Credentials,
+  clientIp: string,
+  previousSessionId: string | undefined,
+): Promise<LoginOutcome> {
+  const { username, password } = credentials;
+  // contract §3: decided here, so nothing odd is ever written into an IMAP command.
+  if (hasForbiddenCharacters(credentials)) return fail('rejected_input', 'white space or control character');
+  const known = await deps.users.get(username);
+  if (known !== null && !known.active) return fail('user_disabled', 'user is disabled');
+  if (known === null && !deps.allowNewUsers)
+    return fail('user_not_allowed', 'unknown user and ALLOW_NEW_USERS=false');
+
+  const verified = await deps.authenticator.verify(username, password, clientIp);
+  if (!verified.ok) return fail(verified.failure, verified.reason);
+
+  const admission = await deps.users.recordLogin(username, deps.sessions.now(), deps.allowNewUsers);
+  if (admission === 'disabled') return fail('user_disabled', 'user is disabled');
+  if (admission === 'unknown') return fail('user_not_allowed', 'unknown user and ALLOW_NEW_USERS=false');
+
+  await deps.sessions.end(previousSessionId);
+  const session = await deps.sessions.start(username);
+  // A disable that raced this login has either seen this session (and deleted it) or is seen here.
+  const after = await deps.users.get(username);
+  if (after === null || !after.active) {
+    await deps.sessions.end(session.id);
+    return fail('user_disabled', 'user was disabled during login');
+  }
+  return { kind: 'success', username, sessionId: session.id, expiresAt: session.expiresAt };
+}

@@ -1,0 +1,50 @@
+// Cookie headers of contract §2, parsed and written with the `cookie` package.
+import type { IncomingHttpHeaders } from 'node:http';
+import { parseCookie, stringifySetCookie } from 'cookie';
+import { CSRF_COOKIE, CSRF_MAX_AGE_SECONDS, SESSION_COOKIE, SESSION_MAX_AGE_SECONDS } from './sessions.ts';
+
+export interface RequestCookies {
+  readonly sessionid: string | undefined;
+  readonly csrftoken: string | undefined;
+}
+
+const NONE: RequestCookies = { sessionid: undefined, csrftoken: undefined };
+
+/** The two cookies this service reads; a missing or unparsable header reads as none. */
+export function readCookies(headers: IncomingHttpHeaders): RequestCookies {
+  const header = headers.cookie;
+  if (header === undefined || header === '') return NONE;
+  const cookies = parseCookie(header);
+  return { sessionid: cookies[SESSION_COOKIE], csrftoken: cookies[CSRF_COOKIE] };
+}
+
+/** `Set-Cookie` values for a fresh login: csrftoken first, then sessionid (the seed's order). */
+export function loginCookies(sessionId: string, csrfToken: string, now: number, secure: boolean): string[] {
+  const sessionMaxAge = SESSION_MAX_AGE_SECONDS;
+  return [
+    stringifySetCookie({
+      name: CSRF_COOKIE,
+      value: csrfToken,
+      maxAge: CSRF_MAX_AGE_SECONDS,
+      expires: new Date(now + CSRF_MAX_AGE_SECONDS * 1000),
+      path: '/',
+      sameSite: 'lax',
+      secure,
+    }),
+    stringifySetCookie({
+      name: SESSION_COOKIE,
+      value: sessionId,
+      maxAge: sessionMaxAge,
+      expires: new Date(now + sessionMaxAge * 1000),
+      path: '/',
+      sameSite: 'lax',
+      httpOnly: true,
+      secure,
+    }),
+  ];
+}
+
+/** The expired session cookie logout answers with (Django's exact form: an empty quoted value). */
+export function clearedSessionCookie(secure: boolean): string {
+  return `${SESSION_COOKIE}=""; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=/; SameSite=Lax${secure ? '; Secure' : ''}`;
+}

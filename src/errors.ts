@@ -1,0 +1,102 @@
+// One catalog of the API's errors (contract §1–§3); the HTTP layer turns them into {"detail": ...}.
+
+export interface ApiErrorSpec {
+  readonly code: string;
+  readonly status: number;
+  readonly detail: string;
+}
+
+export const API_ERRORS = {
+  NOT_FOUND: { code: 'NOT_FOUND', status: 404, detail: 'Not found.' },
+  BODY_TOO_LARGE: { code: 'BODY_TOO_LARGE', status: 413, detail: 'Request body too large.' },
+  NOT_A_DICTIONARY: { code: 'NOT_A_DICTIONARY', status: 400, detail: 'Invalid data. Expected a dictionary.' },
+  LOGIN_FAILED: { code: 'LOGIN_FAILED', status: 403, detail: 'Cannot log you in' },
+  NOT_AUTHENTICATED: {
+    code: 'NOT_AUTHENTICATED',
+    status: 403,
+    detail: 'Authentication credentials were not provided.',
+  },
+  CSRF_ORIGIN: { code: 'CSRF_ORIGIN', status: 403, detail: 'CSRF Failed: Origin checking failed.' },
+  CSRF_TOKEN: { code: 'CSRF_TOKEN', status: 403, detail: 'CSRF Failed: CSRF token incorrect.' },
+  UNAVAILABLE: { code: 'UNAVAILABLE', status: 503, detail: 'Service temporarily unavailable.' },
+  BAD_REQUEST: { code: 'BAD_REQUEST', status: 400, detail: 'Bad request.' },
+  INTERNAL: { code: 'INTERNAL', status: 500, detail: 'Internal server error.' },
+} as const satisfies Record<string, ApiErrorSpec>;
+
+/** An error the API answers with as `{"detail": ...}`; extra headers go along (Allow, Retry-After). */
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  readonly code: string;
+  readonly status: number;
+  readonly detail: string;
+  readonly headers: Readonly<Record<string, string>>;
+  constructor(spec: ApiErrorSpec, headers: Record<string, string> = {}) {
+    super(spec.detail);
+    this.code = spec.code;
+    this.status = spec.status;
+    this.detail = spec.detail;
+    this.headers = headers;
+  }
+}
+
+/** DRF's 405 message. */
+export function methodNotAllowed(method: string, allow: string): ApiError {
+  return new ApiError(
+    { code: 'METHOD_NOT_ALLOWED', status: 405, detail: `Method "${method}" not allowed.` },
+    { allow },
+  );
+}
+
+/** DRF's 415 message, naming the media type as sent. */
+export function unsupportedMediaType(contentType: string): ApiError {
+  return new ApiError({
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+    status: 415,
+    detail: `Unsupported media type "${contentType}" in request.`,
+  });
+}
+
+/** DRF's 429 message; N seconds also goes in Retry-After. */
+export function throttled(seconds: number): ApiError {
+  return new ApiError(
+    {
+      code: 'THROTTLED',
+      status: 429,
+      detail: `Request was throttled. Expected available in ${seconds} seconds.`,
+    },
+    { 'retry-after': String(seconds) },
+  );
+}
+
+/** Malformed JSON, with a short reason for the client. */
+export function jsonParseError(reason: string): ApiError {
+  return new ApiError({ code: 'JSON_PARSE', status: 400, detail: `JSON parse error - ${reason}` });
+}
+
+/** Field validation errors carry DRF's own body shape, not {"detail": ...}. */
+export class FieldErrors extends Error {
+  override readonly name = 'FieldErrors';
+  readonly fields: Readonly<Record<string, string[]>>;
+  constructor(fields: Record<string, string[]>) {
+    super('Invalid input.');
+    this.fields = fields;
+  }
+}
+
+/** A store (database, Redis) could not answer; the API says 503 with Retry-After. */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  readonly store: string;
+  constructor(store: string, options?: { cause?: unknown }) {
+    super(`${store} unavailable`, options);
+    this.store = store;
+  }
+}
+
+/** Seconds a client is told to wait after a 503 (contract §2). */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
+/** The 503 answered when a store is unreachable. */
+export function unavailable(): ApiError {
+  return new ApiError(API_ERRORS.UNAVAILABLE, { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) });
+}

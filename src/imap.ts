@@ -1,0 +1,223 @@
+// Verifies a username and password by logging in to the IMAP server (contract §5).
+// Knows nothing of sessions or HTTP: it answers "ok" or a classified failure.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { rootCertificates } from 'node:tls';
+import { ImapFlow } from 'imapflow';
+import { CircuitBreaker } from './breaker.ts';
+import type { Config } from './config.ts';
+import { Limiter, QueueFullError, QueueTimeoutError } from './limiter.ts';
+
+/** Why a login failed (contract §3); the client always sees one 403, the log and metrics see this. */
+export type LoginFailure =
+  | 'bad_credentials'
+  | 'user_disabled'
+  | 'user_not_allowed'
+  | 'rejected_input'
+  | 'upstream_unavailable'
+  | 'upstream_misconfigured';
+
+export type VerifyResult = { ok: true } | { ok: false; failure: LoginFailure; reason: string };
+
+export interface Authenticator {
+  verify(username: string, password: string, clientIp: string): Promise<VerifyResult>;
+  /** Counters for metrics and readiness. */
+  stats(): { active: number; queued: number; breaker: string };
+}
+
+export interface ImapSettings {
+  readonly host: string;
+  readonly port: number;
+  readonly security: Config['imap']['security'];
+  readonly caFile: string | null;
+  readonly timeoutMs: number;
+  readonly maxConcurrency: number;
+  readonly queueLimit: number;
+  readonly forwardClientIp: boolean;
+}
+
+/** The IMAP options of the settings; throws when IMAP_HOST is unset (serving needs it). */
+export function imapSettings(config: Config): ImapSettings {
+  if (config.imap.host === null) throw new Error('IMAP_HOST is not set');
+  return { ...config.imap, host: config.imap.host };
+}
+
+/** TLS options for the IMAP connection: verification always on, IMAP_CA_FILE added to the system roots. */
+export function imapTlsOptions(settings: ImapSettings): {
+  rejectUnauthorized: true;
+  ca: string[];
+  minVersion: 'TLSv1.2';
+  servername?: string;
+} {
+  const ca = [...rootCertificates];
+  if (settings.caFile !== null) ca.push(readFileSync(settings.caFile, 'utf8'));
+  const options: ReturnType<typeof imapTlsOptions> = { rejectUnauthorized: true, ca, minVersion: 'TLSv1.2' };
+  if (isIP(settings.host) === 0) options.servername = settings.host;
+  return options;
+}
+
+const TLS_ERROR_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REVOKED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'EPROTO',
+]);
+
+interface ImapError {
+  message?: string;
+  code?: string;
+  authenticationFailed?: boolean;
+  serverResponseCode?: string;
+  tlsFailed?: boolean;
+}
+
+/** Sorts an imapflow/socket error into the contract's failure classes. */
+export function classifyImapError(error: unknown): { failure: LoginFailure; reason: string } {
+  const err = (error ?? {}) as ImapError;
+  const message = String(err.message ?? error);
+  const code = err.code ?? '';
+  if (/Login is disabled/i.test(message))
+    return { failure: 'upstream_misconfigured', reason: 'LOGINDISABLED' };
+  if (err.tlsFailed === true) return { failure: 'upstream_misconfigured', reason: 'STARTTLS not offered' };
+  if (TLS_ERROR_CODES.has(code) || code.startsWith('ERR_SSL') || code.startsWith('ERR_TLS')) {
+    return { failure: 'upstream_misconfigured', reason: `TLS: ${code}` };
+  }
+  if (/Unsupported authentication mechanism/i.test(message)) {
+    return { failure: 'upstream_misconfigured', reason: 'no usable authentication mechanism' };
+  }
+  if (err.authenticationFailed === true) {
+    const responseCode = (err.serverResponseCode ?? '').toUpperCase();
+    // RFC 5530: UNAVAILABLE is a temporary failure of the server's own backend, not a wrong password.
+    if (responseCode === 'UNAVAILABLE')
+      return { failure: 'upstream_unavailable', reason: 'IMAP [UNAVAILABLE]' };
+    return { failure: 'bad_credentials', reason: responseCode === '' ? 'IMAP NO' : `IMAP [${responseCode}]` };
+  }
+  return { failure: 'upstream_unavailable', reason: code === '' ? message.slice(0, 200) : code };
+}
+
+/** One IMAP login with a single deadline over connect, TLS, greeting and authentication. */
+export async function imapLoginOnce(
+  settings: ImapSettings,
+  tls: ReturnType<typeof imapTlsOptions>,
+  username: string,
+  password: string,
+  clientIp: string,
+): Promise<VerifyResult> {
+  const client = new ImapFlow({
+    host: settings.host,
+    port: settings.port,
+    secure: settings.security === 'tls',
+    // contract §5: STARTTLS is required, never opportunistic; plain sends no STARTTLS at all.
+    doSTARTTLS: settings.security === 'starttls' ? true : settings.security === 'plain' ? false : undefined,
+    tls,
+    auth: { user: username, pass: password },
+    verifyOnly: true,
+    logger: false,
+    disableAutoIdle: true,
+    connectionTimeout: settings.timeoutMs,
+    greetingTimeout: settings.timeoutMs,
+    socketTimeout: settings.timeoutMs,
+    // Dovecot honours x-originating-ip in ID only from its login_trusted_networks; it lets its own
+    // brute-force penalties hit the client instead of this service (config allows it over TLS only).
+    clientInfo: settings.forwardClientIp
+      ? { name: 'clubhouse', 'x-originating-ip': clientIp }
+      : { name: 'clubhouse' },
+  });
+  let socketError: unknown = null;
+  // An unhandled 'error' event would crash the process: listen before connecting.
+  client.on('error', (err: unknown) => {
+    socketError = err;
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<VerifyResult>((resolve) => {
+    timer = setTimeout(
+      () =>
+        resolve({
+          ok: false,
+          failure: 'upstream_unavailable',
+          reason: `no answer within ${settings.timeoutMs} ms`,
+        }),
+      settings.timeoutMs,
+    );
+  });
+  const attempt = client.connect().then(
+    (): VerifyResult =>
+      client.authenticated === true
+        ? { ok: true }
+        : { ok: false, failure: 'bad_credentials', reason: 'not authenticated' },
+    (err: unknown): VerifyResult => ({ ok: false, ...classifyImapError(socketError ?? err) }),
+  );
+  try {
+    return await Promise.race([attempt, deadline]);
+  } finally {
+    clearTimeout(timer);
+    // The connection is closed whatever happened (verifyOnly has already sent LOGOUT on success).
+    client.close();
+  }
+}
+
+/** Stable key for single-flight: identical username and password share one IMAP login. */
+function flightKey(username: string, password: string): string {
+  return createHash('sha256').update(username).update('\0').update(password).digest('base64');
+}
+
+/**
+ * The IMAP authenticator: concurrency cap with a bounded queue, single-flight for identical
+ * concurrent attempts, and a circuit breaker after repeated `upstream_unavailable`.
+ */
+export function createImapAuthenticator(
+  settings: ImapSettings,
+  login: typeof imapLoginOnce = imapLoginOnce,
+  breaker = new CircuitBreaker({ threshold: 5, openMs: 5000 }),
+): Authenticator {
+  const tls = imapTlsOptions(settings);
+  const limiter = new Limiter(settings.maxConcurrency, settings.queueLimit);
+  const inFlight = new Map<string, Promise<VerifyResult>>();
+
+  const attempt = async (username: string, password: string, clientIp: string): Promise<VerifyResult> => {
+    if (!breaker.tryAcquire()) {
+      return { ok: false, failure: 'upstream_unavailable', reason: 'circuit open' };
+    }
+    let outcome: 'up' | 'down' | 'neutral' = 'neutral';
+    try {
+      const result = await limiter.run(
+        () => login(settings, tls, username, password, clientIp),
+        settings.timeoutMs,
+      );
+      outcome = !result.ok && result.failure === 'upstream_unavailable' ? 'down' : 'up';
+      return result;
+    } catch (err) {
+      if (err instanceof QueueFullError || err instanceof QueueTimeoutError) {
+        // Our own overload, not the server's: a failure for this attempt, but no verdict on the server.
+        return { ok: false, failure: 'upstream_unavailable', reason: err.message };
+      }
+      const classified = classifyImapError(err);
+      outcome = classified.failure === 'upstream_unavailable' ? 'down' : 'up';
+      return { ok: false, ...classified };
+    } finally {
+      breaker.record(outcome);
+    }
+  };
+
+  return {
+    verify(username, password, clientIp) {
+      const key = flightKey(username, password);
+      const running = inFlight.get(key);
+      if (running !== undefined) return running;
+      const promise = attempt(username, password, clientIp).finally(() => inFlight.delete(key));
+      inFlight.set(key, promise);
+      return promise;
+    },
+    stats() {
+      return { active: limiter.active, queued: limiter.queued, breaker: breaker.state };
+    },
+  };
+}

@@ -1,0 +1,50 @@
+// Entry point of `npm start`: settings, then the server; drains and exits 0 on SIGTERM/SIGINT.
+import { type Config, ConfigError, environmentWithDotenv, loadConfig } from './config.ts';
+import { createLogger } from './logger.ts';
+import { startServer } from './server.ts';
+
+function configOrExit(): Config {
+  try {
+    const config = loadConfig(environmentWithDotenv());
+    if (config.imap.host === null)
+      throw new ConfigError('IMAP_HOST', 'required: the IMAP server that checks passwords');
+    return config;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`clubhouse: invalid setting ${err.message}\n`);
+    process.exit(2);
+  }
+}
+
+const config = configOrExit();
+const logger = createLogger(config.logLevel);
+try {
+  const server = await startServer(config, logger);
+  logger.info({ url: server.url }, 'clubhouse is serving');
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping: draining in-flight requests');
+    const force = setTimeout(() => {
+      logger.error('grace period over, exiting with requests still open');
+      process.exit(1);
+    }, config.shutdownGraceMs);
+    force.unref();
+    server.close().then(
+      () => {
+        logger.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'error while stopping');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+} catch (err) {
+  process.stderr.write(`clubhouse: cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,120 @@
+// /api/auth/check, /api/auth/login, /api/auth/logout (contract §2, §3, §7).
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type LoginDeps, login } from '../auth.ts';
+import type { Config } from '../config.ts';
+import { clearedSessionCookie, loginCookies, readCookies } from '../cookies.ts';
+import { parseCredentials } from '../credentials.ts';
+import { checkCsrf } from '../csrf.ts';
+import { API_ERRORS, ApiError, FieldErrors, throttled } from '../errors.ts';
+import { newCsrfToken, type Sessions } from '../sessions.ts';
+import { type Endpoint, sendJson } from '../wire.ts';
+
+export interface AuthRouteDeps {
+  readonly config: Pick<Config, 'cookieSecure' | 'trustedOrigins' | 'usernameCase'>;
+  readonly sessions: Sessions;
+  readonly login: LoginDeps;
+}
+
+const LOGGED_OUT = '""';
+
+/** Throws the contract's 403 when an unsafe request fails the cross-origin or token check. */
+export function csrfGuard(trustedOrigins: readonly string[]): (request: FastifyRequest) => void {
+  return (request) => {
+    const header = request.headers['x-csrftoken'];
+    const verdict = checkCsrf(
+      {
+        origin: request.headers.origin,
+        secFetchSite: singleHeader(request.headers['sec-fetch-site']),
+        host: request.headers.host,
+        headerToken: singleHeader(header),
+        cookieToken: readCookies(request.headers).csrftoken,
+      },
+      trustedOrigins,
+    );
+    if (verdict === 'origin') throw new ApiError(API_ERRORS.CSRF_ORIGIN);
+    if (verdict === 'token') throw new ApiError(API_ERRORS.CSRF_TOKEN);
+  };
+}
+
+function singleHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(',') : value;
+}
+
+function secureCookies(config: AuthRouteDeps['config'], request: FastifyRequest): boolean {
+  // contract §2: Secure when configured, or when a trusted proxy says the client used TLS.
+  return config.cookieSecure || request.protocol === 'https';
+}
+
+/** The three auth endpoints. */
+export function authEndpoints(deps: AuthRouteDeps): Endpoint[] {
+  const { config, sessions } = deps;
+  const guard = csrfGuard(config.trustedOrigins);
+
+  const check = async (request: FastifyRequest, reply: FastifyReply) => {
+    const username = await sessions.resolve(readCookies(request.headers).sessionid);
+    return username === null
+      ? sendJson(reply, 403, LOGGED_OUT)
+      : sendJson(reply, 200, JSON.stringify(username));
+  };
+
+  const doLogin = async (request: FastifyRequest, reply: FastifyReply) => {
+    const started = performance.now();
+    const parsed = parseCredentials(request.body, config.usernameCase);
+    if (parsed.kind === 'not_a_dictionary') throw new ApiError(API_ERRORS.NOT_A_DICTIONARY);
+    if (parsed.kind === 'invalid') throw new FieldErrors(parsed.fields);
+    const { username } = parsed.credentials;
+    const outcome = await login(
+      deps.login,
+      parsed.credentials,
+      request.ip,
+      readCookies(request.headers).sessionid,
+    );
+    const audit = {
+      audit: 'login',
+      username,
+      clientIp: request.ip,
+      outcome: outcome.kind,
+      failure: outcome.kind === 'failure' ? outcome.failure : undefined,
+      reason: outcome.kind === 'failure' ? outcome.reason : undefined,
+      durationMs: Math.round((performance.now() - started) * 10) / 10,
+    };
+    request.log.info(audit, 'login attempt');
+    if (outcome.kind === 'throttled') throw throttled(outcome.retryAfterSeconds);
+    if (outcome.kind === 'failure') throw new ApiError(API_ERRORS.LOGIN_FAILED);
+    const cookies = loginCookies(
+      outcome.sessionId,
+      newCsrfToken(),
+      sessions.now(),
+      secureCookies(config, request),
+    );
+    reply.header('set-cookie', cookies);
+    return sendJson(reply, 200, JSON.stringify(outcome.username));
+  };
+
+  const logout = async (request: FastifyRequest, reply: FastifyReply) => {
+    await sessions.end(readCookies(request.headers).sessionid);
+    reply.headers({
+      'set-cookie': clearedSessionCookie(secureCookies(config, request)),
+      'clear-site-data': '"cookies"',
+    });
+    return sendJson(reply, 200, LOGGED_OUT);
+  };
+
+  return [
+    { path: '/api/auth/check', matches: /^\/api\/auth\/check\/?$/, name: 'Check', handlers: { GET: check } },
+    {
+      path: '/api/auth/login',
+      matches: /^\/api\/auth\/login\/?$/,
+      name: 'Login',
+      handlers: { POST: doLogin },
+      beforeBody: guard,
+    },
+    {
+      path: '/api/auth/logout',
+      matches: /^\/api\/auth\/logout\/?$/,
+      name: 'Logout',
+      handlers: { POST: logout },
+      beforeBody: guard,
+    },
+  ];
+}

@@ -1,0 +1,47 @@
+// A running service: stores, IMAP authenticator, HTTP listener and the periodic purge, started and
+// stopped as one (used by `npm start` and `npm run demo`).
+import type { Logger } from 'pino';
+import { buildApp } from './app.ts';
+import type { Config } from './config.ts';
+import { createImapAuthenticator, imapSettings } from './imap.ts';
+import { openStores } from './store/open.ts';
+
+const PURGE_INTERVAL_MS = 10 * 60 * 1000;
+
+export interface RunningServer {
+  /** e.g. http://127.0.0.1:8000 */
+  readonly url: string;
+  /** Stops accepting, lets in-flight requests finish, then closes the stores. */
+  close(): Promise<void>;
+}
+
+/** Starts serving `config` until `close()`. */
+export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
+  const stores = await openStores(config);
+  const authenticator = createImapAuthenticator(imapSettings(config));
+  const { fastify, sessions, throttle } = await buildApp({ config, stores, authenticator, logger });
+  const purge = setInterval(() => {
+    Promise.all([sessions.store.purgeExpired(sessions.now()), throttle.purge()]).catch((err: unknown) =>
+      logger.warn({ err }, 'purge of expired sessions failed'),
+    );
+  }, PURGE_INTERVAL_MS);
+  purge.unref();
+  try {
+    await fastify.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    clearInterval(purge);
+    await stores.close();
+    throw err;
+  }
+  const address = fastify.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return {
+    url: `http://${host}:${port}`,
+    async close() {
+      clearInterval(purge);
+      await fastify.close();
+      await stores.close();
+    },
+  };
+}

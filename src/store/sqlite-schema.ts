@@ -1,0 +1,79 @@
+// Versioned migrations of the embedded SQLite database. Limits of contract §4 are enforced here
+// (CHECK, UNIQUE, foreign keys, STRICT types) as well as in the code.
+
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+export const SQLITE_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'users, sessions, throttle',
+    sql: `
+      CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value BLOB NOT NULL
+      ) WITHOUT ROWID, STRICT;
+
+      CREATE TABLE users (
+        username TEXT PRIMARY KEY CHECK (length(username) BETWEEN 1 AND 150),
+        active INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+        created_at INTEGER NOT NULL,
+        last_login_at INTEGER
+      ) WITHOUT ROWID, STRICT;
+
+      -- contract §2: only the SHA-256 of a session id is kept.
+      CREATE TABLE sessions (
+        id_hash BLOB PRIMARY KEY CHECK (length(id_hash) = 32),
+        username TEXT NOT NULL REFERENCES users (username) ON DELETE CASCADE,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      ) WITHOUT ROWID, STRICT;
+      CREATE INDEX sessions_by_username ON sessions (username);
+      CREATE INDEX sessions_by_expiry ON sessions (expires_at);
+
+      -- contract §3: one row per distinct failure (key, keyed hash of the password) in the window.
+      CREATE TABLE throttle_failures (
+        key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (key, fingerprint)
+      ) WITHOUT ROWID, STRICT;
+      CREATE INDEX throttle_failures_by_key_at ON throttle_failures (key, at);
+      CREATE INDEX throttle_failures_by_at ON throttle_failures (at);
+
+      CREATE TABLE known_clients (
+        username TEXT NOT NULL,
+        client_ip TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (username, client_ip)
+      ) WITHOUT ROWID, STRICT;
+      CREATE INDEX known_clients_by_expiry ON known_clients (expires_at);
+    `,
+  },
+  {
+    version: 2,
+    name: 'groups and memberships',
+    sql: `
+      CREATE TABLE groups (
+        id INTEGER PRIMARY KEY CHECK (id BETWEEN 1 AND 2147483647),
+        name TEXT NOT NULL UNIQUE CHECK (length(name) BETWEEN 1 AND 200),
+        description TEXT NOT NULL DEFAULT '' CHECK (length(description) <= 10000),
+        short_description TEXT NOT NULL DEFAULT '' CHECK (length(short_description) <= 500),
+        activities TEXT NOT NULL DEFAULT '' CHECK (length(activities) <= 10000),
+        type INTEGER NOT NULL DEFAULT 0 CHECK (type IN (0, 1))
+      ) STRICT;
+
+      -- Keyed (username, group_id): the list query is a prefix scan already in group order.
+      CREATE TABLE memberships (
+        username TEXT NOT NULL REFERENCES users (username) ON DELETE CASCADE,
+        group_id INTEGER NOT NULL REFERENCES groups (id) ON DELETE CASCADE,
+        status INTEGER NOT NULL CHECK (status IN (0, 1, 2)),
+        PRIMARY KEY (username, group_id)
+      ) WITHOUT ROWID, STRICT;
+      CREATE INDEX memberships_by_group ON memberships (group_id);
+    `,
+  },
+];

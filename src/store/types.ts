@@ -1,0 +1,124 @@
+// The seams between the domain and its storage. Every implementation (SQLite, PostgreSQL, Redis)
+// passes the same contract tests. Methods throw StoreUnavailableError when the store cannot answer.
+
+export type MemberStatus = -1 | 0 | 1 | 2;
+export type StoredMemberStatus = 0 | 1 | 2;
+export type GroupType = 0 | 1;
+
+export interface SessionRecord {
+  readonly username: string;
+  readonly expiresAt: number;
+}
+
+export interface NewSession {
+  /** SHA-256 of the session id: the id itself is never stored (contract §2). */
+  readonly idHash: Buffer;
+  readonly username: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+export interface SessionStore {
+  /** One atomic write. */
+  create(session: NewSession): Promise<void>;
+  /** The session, or null when absent or expired at `now`. */
+  get(idHash: Buffer, now: number): Promise<SessionRecord | null>;
+  /** One atomic delete; true when a session was there. */
+  delete(idHash: Buffer): Promise<boolean>;
+  /** Deletes every session of a user at once; returns how many. */
+  revokeUser(username: string): Promise<number>;
+  /** Number of live sessions of a user. */
+  countUser(username: string, now: number): Promise<number>;
+  purgeExpired(now: number): Promise<number>;
+  countActive(now: number): Promise<number>;
+}
+
+export interface ThrottleStatus {
+  /** Distinct failures counted in the window. */
+  readonly count: number;
+  /** Milliseconds until the count drops below `limit` (0 when already below). */
+  readonly retryAfterMs: number;
+}
+
+export interface ThrottleStore {
+  /** Counts a failure under each key; the same fingerprint under a key counts once. */
+  recordFailure(keys: readonly string[], fingerprint: string, now: number, windowMs: number): Promise<void>;
+  status(key: string, limit: number, now: number, windowMs: number): Promise<ThrottleStatus>;
+  clear(key: string): Promise<void>;
+  /** Remembers that `clientIp` logged in as `username` (contract §3: the owner is not locked out). */
+  rememberClient(username: string, clientIp: string, now: number, ttlMs: number): Promise<void>;
+  isKnownClient(username: string, clientIp: string, now: number): Promise<boolean>;
+  purgeExpired(now: number, windowMs: number): Promise<void>;
+}
+
+export interface UserRecord {
+  readonly username: string;
+  readonly active: boolean;
+  readonly createdAt: number;
+  readonly lastLoginAt: number | null;
+}
+
+export type LoginAdmission = 'ok' | 'disabled' | 'unknown';
+
+export interface UserStore {
+  get(username: string): Promise<UserRecord | null>;
+  /** Creates the user on first login when `allowNew`, records the login time; says whether it may log in. */
+  recordLogin(username: string, now: number, allowNew: boolean): Promise<LoginAdmission>;
+  /** Sets the active flag; false when there is no such user. */
+  setActive(username: string, active: boolean): Promise<boolean>;
+  list(): Promise<UserRecord[]>;
+}
+
+export interface Group {
+  readonly id: number;
+  readonly name: string;
+  readonly description: string;
+  readonly short_description: string;
+  readonly activities: string;
+  readonly type: GroupType;
+}
+
+export interface GroupDetail extends Group {
+  readonly member_status: MemberStatus;
+}
+
+export interface Membership {
+  readonly group: number;
+  readonly username: string;
+  readonly status: StoredMemberStatus;
+}
+
+export interface ImportData {
+  readonly groups: readonly Group[];
+  readonly users: readonly { username: string; active: boolean }[];
+  readonly memberships: readonly Membership[];
+}
+
+export interface GroupStore {
+  /** Groups where the user is a member or administrator, ordered by id. */
+  listForMember(username: string): Promise<Group[]>;
+  /** A group with the user's membership status, or null when there is no such group. */
+  detail(id: number, username: string): Promise<GroupDetail | null>;
+  list(): Promise<Group[]>;
+  /** Inserts or updates by id. */
+  upsertGroup(group: Group): Promise<void>;
+  removeGroup(id: number): Promise<boolean>;
+  setMembership(membership: Membership): Promise<void>;
+  removeMembership(group: number, username: string): Promise<boolean>;
+  /** Applies validated import data in one transaction (upserts; idempotent). */
+  importData(data: ImportData): Promise<{ groups: number; users: number; memberships: number }>;
+  exportData(): Promise<ImportData>;
+}
+
+/** Everything the service keeps, opened from the settings. */
+export interface Stores {
+  readonly users: UserStore;
+  readonly groups: GroupStore;
+  readonly sessions: SessionStore;
+  readonly throttle: ThrottleStore;
+  /** A secret shared by every instance on this database (keys the throttle's fingerprints). */
+  secretKey(): Promise<Buffer>;
+  /** Throws when a store cannot answer; names it. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
