@@ -15,6 +15,8 @@ export interface Config {
   readonly databaseUrl: string;
   /** `null`: sessions and throttle counters live in the database. */
   readonly sessionStore: string | null;
+  /** How long a SQLite statement waits for another process's write lock before answering 503. */
+  readonly sqliteBusyTimeoutMs: number;
   readonly imap: {
     /** `null` when unset: the admin CLI runs without it, serving refuses to start. */
     readonly host: string | null;
@@ -137,6 +139,7 @@ export function loadConfig(env: Env): Config {
     workers: integer('WORKERS', 1, 1, 64),
     databaseUrl,
     sessionStore,
+    sqliteBusyTimeoutMs: integer('SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 60_000),
     imap: {
       host: imapHost,
       port: integer('IMAP_PORT', defaultImapPort, 1, 65535),

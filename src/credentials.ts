@@ -30,9 +30,9 @@ function lastIfList(value: unknown): unknown {
     : value;
 }
 
-function checkField(body: Record<string, unknown>, name: string, maxLength: number, trim: boolean) {
+function checkField(body: Record<string, unknown>, name: string, maxLength: number, trim: boolean, form: boolean) {
   if (!Object.hasOwn(body, name) || body[name] === undefined) return { error: 'This field is required.' };
-  const raw = lastIfList(body[name]);
+  const raw = form ? lastIfList(body[name]) : body[name];
   if (raw === null) return { error: 'This field may not be null.' };
   if (typeof raw !== 'string') return { error: 'Not a valid string.' };
   const value = trim ? raw.trim() : raw;
@@ -47,13 +47,16 @@ export function canonicalUsername(username: string, usernameCase: UsernameCase):
   return usernameCase === 'lower' ? username.toLowerCase() : username;
 }
 
-/** Validates a parsed login body; returns field errors in DRF's shape rather than throwing. */
-export function parseCredentials(body: unknown, usernameCase: UsernameCase): CredentialsResult {
+/**
+ * Validates a parsed login body (`form`: it came url-encoded, where a repeated key is a list);
+ * returns field errors in DRF's shape rather than throwing.
+ */
+export function parseCredentials(body: unknown, usernameCase: UsernameCase, form = false): CredentialsResult {
   if (body === undefined) body = {};
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return { kind: 'not_a_dictionary' };
   const record = body as Record<string, unknown>;
-  const username = checkField(record, 'username', USERNAME_MAX_LENGTH, true);
-  const password = checkField(record, 'password', PASSWORD_MAX_LENGTH, false);
+  const username = checkField(record, 'username', USERNAME_MAX_LENGTH, true, form);
+  const password = checkField(record, 'password', PASSWORD_MAX_LENGTH, false, form);
   const fields: Record<string, string[]> = {};
   if (username.error !== undefined) fields['username'] = [username.error];
   if (password.error !== undefined) fields['password'] = [password.error];

@@ -41,6 +41,16 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 
 const length = (value: string): number => [...value].length;
 
+/**
+ * Why a string cannot be stored and read back exactly, or null: SQLite's text ends at U+0000 when
+ * read, and a lone surrogate has no UTF-8 form (it would come back as U+FFFD).
+ */
+function unstorableText(value: string): string | null {
+  if (value.includes('\u0000')) return 'may not contain U+0000';
+  if (!value.isWellFormed()) return 'must be well-formed Unicode (no lone surrogates)';
+  return null;
+}
+
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused.
 const BAD_USERNAME_CHARACTER = /[\s\u0000-\u001f\u007f]/u;
 
@@ -54,6 +64,8 @@ export function checkUsername(
   if (trimmed === '') return { reason: 'may not be blank' };
   if (BAD_USERNAME_CHARACTER.test(trimmed))
     return { reason: 'may not contain white space or control characters' };
+  const unstorable = unstorableText(trimmed);
+  if (unstorable !== null) return { reason: unstorable };
   const username = canonicalUsername(trimmed, usernameCase);
   if (length(username) > USERNAME_MAX_LENGTH)
     return { reason: `must have at most ${USERNAME_MAX_LENGTH} characters` };
@@ -98,6 +110,8 @@ export function checkGroup(
     }
     if (required && value.trim() === '')
       problems.push({ path: `${path}.${field}`, reason: 'may not be blank' });
+    const unstorable = unstorableText(value);
+    if (unstorable !== null) problems.push({ path: `${path}.${field}`, reason: unstorable });
     if (length(value) > GROUP_LIMITS[field]) {
       problems.push({
         path: `${path}.${field}`,
@@ -112,7 +126,8 @@ export function checkGroup(
     description: text('description', false),
     short_description: text('short_description', false),
     activities: text('activities', false),
-    type: (entry['type'] ?? 0) as 0 | 1,
+    // Only an absent type defaults: `null` is a wrong value, not a missing one.
+    type: (entry['type'] === undefined ? 0 : entry['type']) as 0 | 1,
   };
   if (group.type !== 0 && group.type !== 1)
     problems.push({ path: `${path}.type`, reason: 'must be 0 (normal) or 1 (classroom)' });
@@ -177,7 +192,7 @@ export function validateImport(json: unknown, usernameCase: UsernameCase): Impor
     unknownFields(entry, USER_FIELDS, path, problems);
     const checked = checkUsername(entry['username'], usernameCase);
     if ('reason' in checked) problems.push({ path: `${path}.username`, reason: checked.reason });
-    const active = entry['active'] ?? true;
+    const active = entry['active'] === undefined ? true : entry['active'];
     if (typeof active !== 'boolean')
       problems.push({ path: `${path}.active`, reason: 'must be true or false' });
     if (problems.length > before || !('username' in checked)) continue;

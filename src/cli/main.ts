@@ -45,9 +45,14 @@ export async function runCli(
   env: Readonly<Record<string, string | undefined>>,
   io: CliIo,
 ): Promise<number> {
-  if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
+  if (argv.length === 0) {
+    // No command is a usage error: the help goes to stderr like every other usage message.
+    io.err(help());
+    return 2;
+  }
+  if (argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
     io.out(help());
-    return argv.length === 0 ? 2 : 0;
+    return 0;
   }
   const found = findCommand(argv);
   if (found === null) {

@@ -59,7 +59,8 @@ export function authEndpoints(deps: AuthRouteDeps): Endpoint[] {
 
   const doLogin = async (request: FastifyRequest, reply: FastifyReply) => {
     const started = performance.now();
-    const parsed = parseCredentials(request.body, config.usernameCase);
+    const form = (request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded');
+    const parsed = parseCredentials(request.body, config.usernameCase, form);
     if (parsed.kind === 'not_a_dictionary') throw new ApiError(API_ERRORS.NOT_A_DICTIONARY);
     if (parsed.kind === 'invalid') throw new FieldErrors(parsed.fields);
     const { username } = parsed.credentials;

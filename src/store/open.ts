@@ -4,11 +4,15 @@ import { migrateSqlite, openSqliteDatabase, openSqliteStores, sqlitePath } from 
 import type { Stores } from './types.ts';
 
 /** The stores for these settings, migrated and ready. */
-export async function openStores(config: Pick<Config, 'databaseUrl' | 'sessionStore'>): Promise<Stores> {
+export async function openStores(
+  config: Pick<Config, 'databaseUrl' | 'sessionStore' | 'sqliteBusyTimeoutMs'>,
+): Promise<Stores> {
   if (config.sessionStore !== null) {
     throw new Error('SESSION_STORE=redis://… is not available in this version; leave it unset');
   }
-  if (config.databaseUrl.startsWith('sqlite:')) return openSqliteStores(sqlitePath(config.databaseUrl));
+  if (config.databaseUrl.startsWith('sqlite:')) {
+    return openSqliteStores(sqlitePath(config.databaseUrl), config.sqliteBusyTimeoutMs);
+  }
   throw new Error('DATABASE_URL=postgres://… is not available in this version; use sqlite:PATH');
 }
 

@@ -1,6 +1,6 @@
 // The embedded store: every store interface on one node:sqlite database in WAL mode, so several
 // processes (WORKERS, the admin CLI) can share the file while the server runs.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
@@ -35,9 +35,10 @@ function mapError(err: unknown): never {
   throw err;
 }
 
-function isConstraintError(err: unknown): boolean {
-  const errcode = (err as { errcode?: number }).errcode;
-  return typeof errcode === 'number' && (errcode & 0xff) === 19;
+// Only SQLITE_CONSTRAINT_UNIQUE (2067) means "name taken": a CHECK failure (275) is a bug in the
+// validation, not a conflict, and must not be reported as one.
+function isUniqueViolation(err: unknown): boolean {
+  return (err as { errcode?: number }).errcode === 2067;
 }
 
 /** Runs synchronous SQLite work as the async store API expects, with errors mapped. */
@@ -274,6 +275,8 @@ function groupStore(db: DatabaseSync): GroupStore {
     ON CONFLICT (username, group_id) DO UPDATE SET status = excluded.status`);
   const groupExists = db.prepare('SELECT 1 FROM groups WHERE id = ?');
   const removeMembership = db.prepare('DELETE FROM memberships WHERE group_id = ? AND username = ?');
+  const parkName = db.prepare('UPDATE groups SET name = ? WHERE id = ? AND name <> ?');
+  const revokeSessions = db.prepare('DELETE FROM sessions WHERE username = ?');
   const exportUsers = db.prepare('SELECT username, active FROM users ORDER BY username');
   const exportMemberships = db.prepare(
     'SELECT group_id, username, status FROM memberships ORDER BY group_id, username',
@@ -299,7 +302,7 @@ function groupStore(db: DatabaseSync): GroupStore {
         try {
           writeGroup(group);
         } catch (err) {
-          if (!isConstraintError(err)) throw err;
+          if (!isUniqueViolation(err)) throw err;
           throw new ImportConflictError([
             { path: 'name', reason: `"${group.name}" is already the name of another group` },
           ]);
@@ -323,18 +326,25 @@ function groupStore(db: DatabaseSync): GroupStore {
         transaction(db, () => {
           const now = Date.now();
           const problems: ImportProblem[] = [];
+          // UNIQUE is checked per statement (SQLite cannot defer it): move the names this file changes
+          // out of the way first, so a file that swaps two names is not refused. A failure rolls back.
+          for (const group of data.groups) parkName.run(`import:${randomUUID()}`, group.id, group.name);
           data.groups.forEach((group, index) => {
             try {
               writeGroup(group);
             } catch (err) {
-              if (!isConstraintError(err)) throw err;
+              if (!isUniqueViolation(err)) throw err;
               problems.push({
                 path: `groups[${index}].name`,
                 reason: `"${group.name}" is already the name of another group`,
               });
             }
           });
-          for (const user of data.users) upsertUser.run(user.username, user.active ? 1 : 0, now);
+          for (const user of data.users) {
+            upsertUser.run(user.username, user.active ? 1 : 0, now);
+            // contract §2: disabling a user (here by import) deletes all of their sessions at once.
+            if (!user.active) revokeSessions.run(user.username);
+          }
           data.memberships.forEach((membership, index) => {
             if (groupExists.get(membership.group) === undefined) {
               problems.push({
@@ -370,10 +380,10 @@ function groupStore(db: DatabaseSync): GroupStore {
 }
 
 /** Opens the SQLite stores on `path`, migrating first. */
-export function openSqliteStores(path: string): Stores & { readonly db: DatabaseSync } {
+export function openSqliteStores(path: string, busyTimeoutMs = 5000): Stores & { readonly db: DatabaseSync } {
   let db: DatabaseSync;
   try {
-    db = openSqliteDatabase(path);
+    db = openSqliteDatabase(path, busyTimeoutMs);
     migrateSqlite(db);
   } catch (err) {
     mapError(err);
