@@ -1,0 +1,153 @@
+// Builds a clubhouse instance for a test: its own SQLite file, captured logs, an injectable clock,
+// and either the real IMAP authenticator (against the harness Dovecot) or a counting fake.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { type App, buildApp } from '../../src/app.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
+import {
+  type Authenticator,
+  createImapAuthenticator,
+  imapSettings,
+  type VerifyResult,
+} from '../../src/imap.ts';
+import { createLogger } from '../../src/logger.ts';
+import { openStores } from '../../src/store/open.ts';
+import type { Stores } from '../../src/store/types.ts';
+import type { Dovecot } from './dovecot.ts';
+
+export interface TestApp extends App {
+  readonly config: Config;
+  readonly stores: Stores;
+  readonly logs: string[];
+  readonly clock: { now: number; advance(ms: number): void };
+  readonly dir: string;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  /** Settings as environment variables; DATABASE_URL defaults to a fresh SQLite file. */
+  readonly env?: Record<string, string>;
+  /** Use the real IMAP authenticator against this Dovecot (plain port on loopback unless env says else). */
+  readonly dovecot?: Dovecot;
+  readonly authenticator?: Authenticator;
+  /** Start the clock here instead of following real time. */
+  readonly fixedClock?: boolean;
+}
+
+/** Environment that points the service at a harness Dovecot over implicit TLS with the harness CA. */
+export function dovecotEnv(
+  dovecot: Dovecot,
+  security: 'tls' | 'starttls' | 'plain' = 'tls',
+): Record<string, string> {
+  return {
+    IMAP_HOST: 'localhost',
+    IMAP_PORT: String(security === 'tls' ? dovecot.tlsPort : dovecot.plainPort),
+    IMAP_SECURITY: security,
+    IMAP_CA_FILE: dovecot.caFile,
+    IMAP_TIMEOUT_MS: '5000',
+  };
+}
+
+/** A clubhouse app on a fresh database; close() removes everything it made. */
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const dir = mkdtempSync(join(tmpdir(), 'clubhouse-test-'));
+  const env = {
+    DATABASE_URL: `sqlite:${join(dir, 'clubhouse.db')}`,
+    LOG_LEVEL: 'info',
+    ...(options.dovecot === undefined
+      ? { IMAP_HOST: '127.0.0.1', IMAP_SECURITY: 'plain', IMAP_PORT: '1' }
+      : dovecotEnv(options.dovecot)),
+    ...options.env,
+  };
+  const config = loadConfig(env);
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, callback) {
+      logs.push(
+        ...String(chunk)
+          .split('\n')
+          .filter((line) => line !== ''),
+      );
+      callback();
+    },
+  });
+  const clock = {
+    now: Date.now(),
+    advance(ms: number) {
+      this.now += ms;
+    },
+  };
+  const stores = await openStores(config);
+  const authenticator = options.authenticator ?? createImapAuthenticator(imapSettings(config));
+  const app = await buildApp({
+    config,
+    stores,
+    authenticator,
+    logger: createLogger(config.logLevel, sink),
+    now: options.fixedClock === true ? () => clock.now : Date.now,
+  });
+  await app.fastify.ready();
+  return {
+    ...app,
+    config,
+    stores,
+    logs,
+    clock,
+    dir,
+    async close() {
+      await app.fastify.close();
+      await stores.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A fake authenticator that accepts `passwords` and counts calls (for tests that are not about IMAP). */
+export function fakeAuthenticator(passwords: Record<string, string>): Authenticator & { calls: number } {
+  const fake = {
+    calls: 0,
+    async verify(username: string, password: string): Promise<VerifyResult> {
+      fake.calls++;
+      return passwords[username] === password
+        ? { ok: true }
+        : { ok: false, failure: 'bad_credentials', reason: 'IMAP [AUTHENTICATIONFAILED]' };
+    },
+    stats: () => ({ active: 0, queued: 0, breaker: 'closed' }),
+  };
+  return fake;
+}
+
+/** The cookies a response sets, by name, with their raw `Set-Cookie` lines. */
+export function setCookies(response: LightMyRequestResponse): Map<string, { value: string; raw: string }> {
+  const header = response.headers['set-cookie'];
+  const lines = header === undefined ? [] : Array.isArray(header) ? header : [header];
+  const out = new Map<string, { value: string; raw: string }>();
+  for (const raw of lines) {
+    const [pair = ''] = raw.split(';');
+    const index = pair.indexOf('=');
+    out.set(pair.slice(0, index), { value: pair.slice(index + 1), raw });
+  }
+  return out;
+}
+
+/** Logs in through the API; returns the response and the cookie header for later requests. */
+export async function loginAs(
+  fastify: FastifyInstance,
+  username: string,
+  password: string,
+  headers: Record<string, string> = {},
+): Promise<{ response: LightMyRequestResponse; cookie: string; sessionid: string; csrftoken: string }> {
+  const response = await fastify.inject({
+    method: 'POST',
+    url: '/api/auth/login',
+    headers: { 'content-type': 'application/json', ...headers },
+    payload: JSON.stringify({ username, password }),
+  });
+  const cookies = setCookies(response);
+  const sessionid = cookies.get('sessionid')?.value ?? '';
+  const csrftoken = cookies.get('csrftoken')?.value ?? '';
+  return { response, cookie: `sessionid=${sessionid}; csrftoken=${csrftoken}`, sessionid, csrftoken };
+}
