@@ -30,7 +30,13 @@ function lastIfList(value: unknown): unknown {
     : value;
 }
 
-function checkField(body: Record<string, unknown>, name: string, maxLength: number, trim: boolean, form: boolean) {
+function checkField(
+  body: Record<string, unknown>,
+  name: string,
+  maxLength: number,
+  trim: boolean,
+  form: boolean,
+) {
   if (!Object.hasOwn(body, name) || body[name] === undefined) return { error: 'This field is required.' };
   const raw = form ? lastIfList(body[name]) : body[name];
   if (raw === null) return { error: 'This field may not be null.' };

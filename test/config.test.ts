@@ -1,0 +1,138 @@
+// Contract §6: settings parsed once, validated, frozen; a bad value names its variable.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { ConfigError, environmentWithDotenv, loadConfig } from '../src/config.ts';
+
+describe('loadConfig', () => {
+  test('defaults', () => {
+    const config = loadConfig({});
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.port, 8000);
+    assert.equal(config.databaseUrl, 'sqlite:data/clubhouse.db');
+    assert.equal(config.sessionStore, null);
+    assert.equal(config.imap.host, null);
+    assert.equal(config.imap.port, 993);
+    assert.equal(config.imap.security, 'tls');
+    assert.equal(config.imap.timeoutMs, 5000);
+    assert.equal(config.imap.maxConcurrency, 32);
+    assert.equal(config.cookieSecure, false);
+    assert.deepEqual(config.trustedOrigins, []);
+    assert.equal(config.trustProxy, false);
+    assert.equal(config.usernameCase, 'lower');
+    assert.equal(config.allowNewUsers, true);
+    assert.deepEqual(config.throttle, { userFailures: 5, ipFailures: 50, windowSeconds: 900 });
+    assert.equal(config.workers, 1);
+  });
+
+  test('the result is frozen all the way down', () => {
+    const config = loadConfig({});
+    assert.ok(Object.isFrozen(config));
+    assert.ok(Object.isFrozen(config.imap));
+    assert.throws(() => {
+      (config as { port: number }).port = 1;
+    });
+  });
+
+  test('values are parsed', () => {
+    const config = loadConfig({
+      PORT: '9000',
+      IMAP_HOST: 'mail.example.org',
+      IMAP_SECURITY: 'starttls',
+      COOKIE_SECURE: 'yes',
+      TRUSTED_ORIGINS: 'https://a.example, http://b.example:8080',
+      TRUST_PROXY: '2',
+      USERNAME_CASE: 'preserve',
+      ALLOW_NEW_USERS: 'false',
+    });
+    assert.equal(config.port, 9000);
+    assert.equal(config.imap.port, 143, 'STARTTLS defaults to 143');
+    assert.equal(config.cookieSecure, true);
+    assert.deepEqual(config.trustedOrigins, ['https://a.example', 'http://b.example:8080']);
+    assert.equal(config.trustProxy, 2);
+    assert.equal(config.usernameCase, 'preserve');
+    assert.equal(config.allowNewUsers, false);
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1' }).trustProxy, ['10.0.0.0/8', '::1']);
+  });
+
+  const bad: [Record<string, string>, string][] = [
+    [{ PORT: 'eighty' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ IMAP_SECURITY: 'ssl' }, 'IMAP_SECURITY'],
+    [{ IMAP_HOST: 'mail.example.org', IMAP_SECURITY: 'plain' }, 'IMAP_SECURITY'],
+    [{ IMAP_TIMEOUT_MS: '-1' }, 'IMAP_TIMEOUT_MS'],
+    [{ IMAP_CA_FILE: '/nonexistent/ca.pem' }, 'IMAP_CA_FILE'],
+    [{ IMAP_FORWARD_CLIENT_IP: 'true', IMAP_SECURITY: 'starttls' }, 'IMAP_FORWARD_CLIENT_IP'],
+    [{ COOKIE_SECURE: 'maybe' }, 'COOKIE_SECURE'],
+    [{ TRUSTED_ORIGINS: 'https://a.example/path' }, 'TRUSTED_ORIGINS'],
+    [{ TRUSTED_ORIGINS: 'not a url' }, 'TRUSTED_ORIGINS'],
+    [{ TRUST_PROXY: 'proxy.example' }, 'TRUST_PROXY'],
+    [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+    [{ SESSION_STORE: 'memcached://x' }, 'SESSION_STORE'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ USERNAME_CASE: 'upper' }, 'USERNAME_CASE'],
+    [{ WORKERS: '0' }, 'WORKERS'],
+    [{ SECRET_KEY: 'short' }, 'SECRET_KEY'],
+  ];
+  for (const [env, variable] of bad) {
+    test(`${JSON.stringify(env)} is refused, naming ${variable}`, () => {
+      assert.throws(
+        () => loadConfig(env),
+        (err: unknown) =>
+          err instanceof ConfigError && err.variable === variable && err.message.startsWith(`${variable}: `),
+      );
+    });
+  }
+
+  test('plain IMAP is allowed to loopback, or by name', () => {
+    assert.equal(loadConfig({ IMAP_HOST: '127.0.0.1', IMAP_SECURITY: 'plain' }).imap.security, 'plain');
+    assert.equal(loadConfig({ IMAP_HOST: 'localhost', IMAP_SECURITY: 'plain' }).imap.security, 'plain');
+    assert.equal(
+      loadConfig({ IMAP_HOST: 'mail.example.org', IMAP_SECURITY: 'plain', IMAP_ALLOW_PLAINTEXT: 'true' }).imap
+        .security,
+      'plain',
+    );
+  });
+
+  test('.env is read, and the real environment wins over it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'clubhouse-env-'));
+    try {
+      const file = join(dir, '.env');
+      writeFileSync(file, 'PORT=9100\nIMAP_HOST=from-dotenv.example\n');
+      const env = environmentWithDotenv({ PORT: '9200' }, file);
+      const config = loadConfig(env);
+      assert.equal(config.port, 9200);
+      assert.equal(config.imap.host, 'from-dotenv.example');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('npm start with a bad setting', () => {
+  test('stops with one line naming the variable, exit code 2', () => {
+    const result = spawnSync(process.execPath, ['src/main.ts'], {
+      env: { PATH: process.env['PATH'], PORT: 'nope', IMAP_HOST: 'localhost' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(result.status, 2);
+    assert.equal(
+      result.stderr.trim(),
+      'clubhouse: invalid setting PORT: expected a whole number from 0 to 65535, got "nope"',
+    );
+  });
+
+  test('refuses to serve without IMAP_HOST', () => {
+    const result = spawnSync(process.execPath, ['src/main.ts'], {
+      env: { PATH: process.env['PATH'] },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(result.status, 2);
+    assert.match(result.stderr, /^clubhouse: invalid setting IMAP_HOST: required/);
+  });
+});
