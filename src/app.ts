@@ -10,6 +10,7 @@ import { groupEndpoints } from './routes/groups.ts';
 import { Sessions } from './sessions.ts';
 import type { Stores } from './store/types.ts';
 import { LoginThrottle } from './throttle.ts';
+import { registerWebClient } from './web.ts';
 import { clientErrorHandler, frameworkErrorsHandler, installWire, requestId } from './wire.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -70,6 +71,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   };
   for (const endpoint of authEndpoints({ config, sessions, login: loginDeps })) register(endpoint);
   for (const endpoint of groupEndpoints({ sessions, groups: stores.groups })) register(endpoint);
+  registerWebClient(fastify);
 
   fastify.get('/healthz', (_request, reply) => reply.type('application/json').send('{"status":"ok"}'));
 

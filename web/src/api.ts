@@ -1,0 +1,98 @@
+// The public /api, as a browser sees it: same-origin fetches with the session cookie, and the CSRF
+// token of contract §7 sent back on every POST.
+
+export type GroupType = 0 | 1;
+export type MemberStatus = -1 | 0 | 1 | 2;
+
+/** An element of GET /api/group/ (contract §3). */
+export interface Group {
+  readonly id: number;
+  readonly name: string;
+  readonly description: string;
+  readonly short_description: string;
+  readonly activities: string;
+  readonly type: GroupType;
+}
+
+/** GET /api/group/{id}: a group with the caller's membership. */
+export interface GroupDetail extends Group {
+  readonly member_status: MemberStatus;
+}
+
+/** `status` 0 means the request never got an answer (network down, server gone). */
+export type ApiResult<T> =
+  | { readonly ok: true; readonly status: number; readonly data: T }
+  | {
+      readonly ok: false;
+      readonly status: number;
+      readonly detail: string;
+      /** Seconds from `Retry-After` (or the 429 detail's "N seconds"), when the server gave one. */
+      readonly retryAfter: number | null;
+    };
+
+/** The `csrftoken` cookie, read fresh each time: login rotates it (contract §2). */
+export function csrfToken(): string | null {
+  for (const pair of document.cookie.split(';')) {
+    const [name, ...value] = pair.trim().split('=');
+    if (name === 'csrftoken') return decodeURIComponent(value.join('='));
+  }
+  return null;
+}
+
+async function request<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ApiResult<T>> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method === 'POST') {
+    // contract §7: a request that carries the header must carry the cookie's value; without a cookie
+    // (before the first login) the header is left out rather than sent empty.
+    const token = csrfToken();
+    if (token !== null) headers['x-csrftoken'] = token;
+  }
+  let response: Response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'same-origin',
+      cache: 'no-store',
+    });
+  } catch {
+    return { ok: false, status: 0, detail: '', retryAfter: null };
+  }
+  let data: unknown = null;
+  try {
+    data = await response.json();
+  } catch {
+    // A proxy's HTML error page or an empty body: the status alone tells the story.
+  }
+  if (response.ok) return { ok: true, status: response.status, data: data as T };
+  const detail =
+    typeof data === 'object' && data !== null && typeof (data as { detail?: unknown }).detail === 'string'
+      ? (data as { detail: string }).detail
+      : '';
+  return { ok: false, status: response.status, detail, retryAfter: retryAfterOf(response, detail) };
+}
+
+function retryAfterOf(response: Response, detail: string): number | null {
+  const header = response.headers.get('retry-after');
+  if (header !== null && /^\d+$/.test(header.trim())) return Number(header.trim());
+  const match = /in (\d+) seconds?/.exec(detail);
+  return match === null ? null : Number(match[1]);
+}
+
+/** GET /api/auth/check: the username when the session is logged in (200), else a failure (403). */
+export const checkSession = () => request<string>('GET', '/api/auth/check');
+
+/** POST /api/auth/login with JSON credentials; 200 answers the canonical username. */
+export const logIn = (username: string, password: string) =>
+  request<string>('POST', '/api/auth/login', { username, password });
+
+/** POST /api/auth/logout; idempotent. */
+export const logOut = () => request<string>('POST', '/api/auth/logout');
+
+/** GET /api/group/: the caller's groups. */
+export const listGroups = () => request<Group[]>('GET', '/api/group/');
+
+/** GET /api/group/{id}: one group and the caller's member_status. */
+export const getGroup = (id: number) => request<GroupDetail>('GET', `/api/group/${id}`);
