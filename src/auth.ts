@@ -37,7 +37,7 @@ export async function login(
   previousSessionId: string | undefined,
 ): Promise<LoginOutcome> {
   const { username, password } = credentials;
-  const verdict = await deps.throttle.admit(username, clientIp);
+  const verdict = await deps.throttle.admit(username, clientIp, password);
   if (verdict.throttled) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
   let settled: 'success' | 'bad_credentials' | 'other' = 'other';
   try {

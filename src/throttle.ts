@@ -24,9 +24,11 @@ export class LoginThrottle {
   readonly #settings: ThrottleSettings;
   readonly #secret: Buffer;
   readonly #now: () => number;
-  // Attempts under way in this process, per key: counted as failures-to-be so that a burst of
-  // parallel guesses cannot all slip past the check before the first one is recorded.
-  readonly #pending = new Map<string, number>();
+  // Distinct guesses under way in this process, per username: counted as failures-to-be so that a
+  // burst of parallel guesses for one account cannot all slip past the check before the first is
+  // recorded. Identical attempts share one IMAP login and count once; the per-IP limit counts only
+  // recorded failures, so many people behind one NAT can log in at the same moment.
+  readonly #pending = new Map<string, Map<string, number>>();
 
   constructor(
     store: ThrottleStore,
@@ -55,16 +57,18 @@ export class LoginThrottle {
   }
 
   /** Whether an attempt may go ahead now; when it may, it is counted as pending until `settle` is called. */
-  async admit(username: string, clientIp: string): Promise<ThrottleVerdict> {
+  async admit(username: string, clientIp: string, password: string): Promise<ThrottleVerdict> {
     const now = this.#now();
     const [user, ip] = await Promise.all([
       this.#store.status(userKey(username), this.#settings.userFailures, now, this.#windowMs),
       this.#store.status(ipKey(clientIp), this.#settings.ipFailures, now, this.#windowMs),
     ]);
-    const userCount = user.count + (this.#pending.get(userKey(username)) ?? 0);
-    const ipCount = ip.count + (this.#pending.get(ipKey(clientIp)) ?? 0);
+    const fingerprint = this.fingerprint(username, password);
+    const pending = this.#pending.get(username);
+    const otherGuesses = pending === undefined ? 0 : pending.size - (pending.has(fingerprint) ? 1 : 0);
+    const userCount = user.count + otherGuesses;
     let waitMs = -1;
-    if (ipCount >= this.#settings.ipFailures) waitMs = Math.max(waitMs, ip.retryAfterMs);
+    if (ip.count >= this.#settings.ipFailures) waitMs = Math.max(waitMs, ip.retryAfterMs);
     if (
       userCount >= this.#settings.userFailures &&
       !(await this.#store.isKnownClient(username, clientIp, now))
@@ -75,8 +79,7 @@ export class LoginThrottle {
       const seconds = Math.min(this.#settings.windowSeconds, Math.max(1, Math.ceil(waitMs / 1000)));
       return { throttled: true, retryAfterSeconds: seconds };
     }
-    this.#adjust(userKey(username), 1);
-    this.#adjust(ipKey(clientIp), 1);
+    this.#adjust(username, fingerprint, 1);
     return { throttled: false };
   }
 
@@ -104,8 +107,7 @@ export class LoginThrottle {
         ]);
       }
     } finally {
-      this.#adjust(userKey(username), -1);
-      this.#adjust(ipKey(clientIp), -1);
+      this.#adjust(username, this.fingerprint(username, password), -1);
     }
   }
 
@@ -114,9 +116,12 @@ export class LoginThrottle {
     return this.#store.purgeExpired(this.#now(), this.#windowMs);
   }
 
-  #adjust(key: string, delta: number): void {
-    const next = (this.#pending.get(key) ?? 0) + delta;
-    if (next <= 0) this.#pending.delete(key);
-    else this.#pending.set(key, next);
+  #adjust(username: string, fingerprint: string, delta: number): void {
+    const guesses = this.#pending.get(username) ?? new Map<string, number>();
+    const next = (guesses.get(fingerprint) ?? 0) + delta;
+    if (next <= 0) guesses.delete(fingerprint);
+    else guesses.set(fingerprint, next);
+    if (guesses.size === 0) this.#pending.delete(username);
+    else this.#pending.set(username, guesses);
   }
 }

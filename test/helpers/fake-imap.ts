@@ -1,0 +1,126 @@
+// Misbehaving IMAP servers for fault tests: one that never greets, one that resets the connection
+// during authentication, one that offers no STARTTLS, and a scripted TLS one that records what the
+// client sent. Each counts its open sockets so tests can prove nothing is left open.
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
+
+export type FakeMode =
+  /** Accepts and never says a word. */
+  | 'silent'
+  /** Greets and answers CAPABILITY, then resets the connection when authentication starts. */
+  | 'reset-on-auth'
+  /** Greets without STARTTLS and refuses every login; records what it was sent. */
+  | 'no-starttls'
+  /** Greets, answers CAPABILITY and ID (recording it), and refuses the login. */
+  | 'record';
+
+export interface FakeImap {
+  readonly port: number;
+  /** Everything clients sent, as text. */
+  readonly received: string[];
+  /** Sockets accepted so far. */
+  readonly accepted: number;
+  /** Sockets still open on the server side. */
+  openSockets(): number;
+  /** Resolves once every server-side socket has closed (or rejects after `timeoutMs`). */
+  drained(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+const CAPABILITIES = 'IMAP4rev1 ID AUTH=PLAIN';
+
+function script(socket: Socket, mode: FakeMode, received: string[]): void {
+  let buffer = '';
+  let awaitingSasl: string | null = null;
+  socket.on('data', (chunk: Buffer) => {
+    const text = chunk.toString('utf8');
+    received.push(text);
+    buffer += text;
+    let index = buffer.indexOf('\r\n');
+    while (index >= 0) {
+      const line = buffer.slice(0, index);
+      buffer = buffer.slice(index + 2);
+      index = buffer.indexOf('\r\n');
+      if (awaitingSasl !== null) {
+        socket.write(`${awaitingSasl} NO [AUTHENTICATIONFAILED] Authentication failed.\r\n`);
+        awaitingSasl = null;
+        continue;
+      }
+      const [tag = '*', verb = ''] = line.split(' ');
+      const upper = verb.toUpperCase();
+      if (upper === 'CAPABILITY') {
+        socket.write(
+          `* CAPABILITY ${mode === 'no-starttls' ? 'IMAP4rev1 AUTH=PLAIN' : CAPABILITIES}\r\n${tag} OK done\r\n`,
+        );
+      } else if (upper === 'ID') {
+        socket.write(`* ID NIL\r\n${tag} OK done\r\n`);
+      } else if (upper === 'AUTHENTICATE' || upper === 'LOGIN') {
+        if (mode === 'reset-on-auth') {
+          socket.resetAndDestroy();
+          return;
+        }
+        if (upper === 'AUTHENTICATE' && line.split(' ').length === 3) {
+          awaitingSasl = tag;
+          socket.write('+ \r\n');
+        } else {
+          socket.write(`${tag} NO [AUTHENTICATIONFAILED] Authentication failed.\r\n`);
+        }
+      } else if (upper === 'LOGOUT') {
+        socket.end(`* BYE bye\r\n${tag} OK done\r\n`);
+      } else {
+        socket.write(`${tag} BAD unknown\r\n`);
+      }
+    }
+  });
+}
+
+/** Starts a fake IMAP server on a free loopback port; `tls` gives it the harness certificate. */
+export async function startFakeImap(
+  mode: FakeMode,
+  tls?: { certFile: string; keyFile: string },
+): Promise<FakeImap> {
+  const received: string[] = [];
+  const sockets = new Set<Socket>();
+  let accepted = 0;
+  const onSocket = (socket: Socket) => {
+    accepted++;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    if (mode === 'silent') return;
+    socket.write(
+      `* OK [CAPABILITY ${mode === 'no-starttls' ? 'IMAP4rev1 AUTH=PLAIN' : CAPABILITIES}] fake ready\r\n`,
+    );
+    script(socket, mode, received);
+  };
+  const server: Server =
+    tls === undefined
+      ? createServer(onSocket)
+      : createTlsServer({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) }, onSocket);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  return {
+    port,
+    received,
+    get accepted() {
+      return accepted;
+    },
+    openSockets: () => sockets.size,
+    async drained(timeoutMs = 5000) {
+      const until = Date.now() + timeoutMs;
+      while (sockets.size > 0) {
+        if (Date.now() > until) throw new Error(`${sockets.size} sockets still open`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+      await once(server, 'close');
+    },
+  };
+}
