@@ -20,7 +20,7 @@ const config = loadConfig({
 
 const stores = await openStores(config);
 const sample: unknown = JSON.parse(readFileSync(new URL('./demo-data.json', import.meta.url), 'utf8'));
-const imported = await applyImport(stores.groups, sample, config.usernameCase);
+const imported = await applyImport(stores, sample, config.usernameCase);
 await stores.close();
 if (!imported.ok) throw new Error(`demo data did not import: ${JSON.stringify(imported.problems)}`);
 

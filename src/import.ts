@@ -2,7 +2,7 @@
 import type { UsernameCase } from './config.ts';
 import { canonicalUsername, USERNAME_MAX_LENGTH } from './credentials.ts';
 import { MAX_GROUP_ID } from './groups.ts';
-import type { Group, GroupStore, ImportData, Membership } from './store/types.ts';
+import type { Group, ImportData, Membership, Stores } from './store/types.ts';
 
 export interface ImportProblem {
   /** JSON path of the bad entry or field, e.g. `groups[1].type`. */
@@ -247,18 +247,29 @@ export type ImportOutcome =
   | { readonly ok: true; readonly counts: { groups: number; users: number; memberships: number } }
   | { readonly ok: false; readonly problems: ImportProblem[] };
 
-/** Validates and applies a parsed import file in one transaction (`clubhouse import`, the demo, the tests). */
+/**
+ * Validates and applies a parsed import file in one transaction (`clubhouse import`, the demo, the
+ * tests), then ends every session of each user the file disables (contract §2).
+ */
 export async function applyImport(
-  store: GroupStore,
+  stores: Pick<Stores, 'groups' | 'sessions'>,
   json: unknown,
   usernameCase: UsernameCase,
 ): Promise<ImportOutcome> {
   const validation = validateImport(json, usernameCase);
   if (!validation.ok) return validation;
+  let counts: { groups: number; users: number; memberships: number };
   try {
-    return { ok: true, counts: await store.importData(validation.data) };
+    counts = await stores.groups.importData(validation.data);
   } catch (err) {
     if (err instanceof ImportConflictError) return { ok: false, problems: err.problems };
     throw err;
   }
+  // After the commit, as disableUser does: a login racing this either sees the flag or has its new
+  // session deleted here. Sessions may live elsewhere (Redis), so this cannot be in the transaction;
+  // if it fails, the error says so and running the (idempotent) import again finishes the job.
+  for (const user of validation.data.users) {
+    if (!user.active) await stores.sessions.revokeUser(user.username);
+  }
+  return { ok: true, counts };
 }

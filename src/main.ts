@@ -1,4 +1,8 @@
 // Entry point of `npm start`: settings, then the server; drains and exits 0 on SIGTERM/SIGINT.
+// With WORKERS > 1 this process becomes the cluster's primary (cluster.ts) and every worker runs
+// this same file down to the server.
+import cluster from 'node:cluster';
+import { runPrimary } from './cluster.ts';
 import { type Config, ConfigError, environmentWithDotenv, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import { startServer } from './server.ts';
@@ -18,8 +22,12 @@ function configOrExit(): Config {
 
 const config = configOrExit();
 const logger = createLogger(config.logLevel);
+if (config.workers > 1 && cluster.isPrimary) {
+  process.exit(await runPrimary(config, logger));
+}
 try {
-  const server = await startServer(config, logger);
+  // A worker leaves the migrations to the primary, which ran them before forking.
+  const server = await startServer(config, logger, { migrate: !cluster.isWorker });
   logger.info({ url: server.url }, 'clubhouse is serving');
   let stopping = false;
   const stop = (signal: string) => {

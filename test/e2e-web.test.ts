@@ -92,7 +92,7 @@ before(
         memberships: [{ group: 6, username: 'dave', status: 1 }],
       };
       for (const data of [demo, extra]) {
-        const outcome = await applyImport(stores.groups, data, config.usernameCase);
+        const outcome = await applyImport(stores, data, config.usernameCase);
         assert.ok(outcome.ok, JSON.stringify(outcome));
       }
     } finally {

@@ -78,7 +78,7 @@ describe('group queries at scale (100 000 groups, 1 000 000 memberships)', () =>
       SELECT printf('user%05d', i), ((i * 37 + j * 4999) % ${GROUPS}) + 1, (i + j) % 3 FROM n, k;
     `);
     db.exec('COMMIT');
-    const imported = await applyImport(t.stores.groups, { memberships: ALICE }, t.config.usernameCase);
+    const imported = await applyImport(t.stores, { memberships: ALICE }, t.config.usernameCase);
     assert.deepEqual(imported, { ok: true, counts: { groups: 0, users: 0, memberships: PER_USER } });
   });
   after(() => t.close());

@@ -82,7 +82,7 @@ describe('group endpoints (contract §3)', () => {
   let t: TestApp;
   before(async () => {
     t = await startTestApp({ authenticator: fakeAuthenticator(PASSWORDS), fixedClock: true });
-    const imported = await applyImport(t.stores.groups, FIXTURE, t.config.usernameCase);
+    const imported = await applyImport(t.stores, FIXTURE, t.config.usernameCase);
     assert.deepEqual(imported, { ok: true, counts: { groups: 7, users: 0, memberships: 9 } });
   });
   after(() => t.close());
@@ -180,7 +180,7 @@ describe('group endpoints (contract §3)', () => {
     const cookie = await session('erin');
     assert.deepEqual((await get('/api/group/', cookie)).json(), [byId(1)]);
     const changed = await applyImport(
-      t.stores.groups,
+      t.stores,
       {
         memberships: [
           { group: 1, username: 'erin', status: 0 },
@@ -335,7 +335,7 @@ describe('group endpoints (contract §3)', () => {
     const cookie = await session('dave');
     assert.deepEqual((await get('/api/group/', cookie)).json(), [byId(1)]);
     const io = collectingIo();
-    const code = await runCli(['user', 'disable', 'dave'], { DATABASE_URL: t.config.databaseUrl }, io);
+    const code = await runCli(['user', 'disable', 'dave'], t.storeEnv, io);
     assert.equal(code, 0, io.errors.join('\n'));
     assert.deepEqual(io.lines, ['Disabled dave; ended 1 sessions.']);
     await assertNotAuthenticated(cookie, 'disabled');
@@ -347,7 +347,7 @@ describe('group endpoints (contract §3)', () => {
     const cookie = await session('frank');
     assertJson(await get('/api/group/1', cookie), 200);
     const outcome = await applyImport(
-      t.stores.groups,
+      t.stores,
       { users: [{ username: 'Frank', active: false }] },
       t.config.usernameCase,
     );

@@ -83,10 +83,10 @@ describe('import files (contract §4)', () => {
 
   test('a valid file applied twice gives the same state, the one the file describes', async () => {
     const stores = fresh();
-    const first = await applyImport(stores.groups, VALID, 'lower');
+    const first = await applyImport(stores, VALID, 'lower');
     assert.deepEqual(first, { ok: true, counts: { groups: 2, users: 2, memberships: 3 } });
     const once = await stores.groups.exportData();
-    const second = await applyImport(stores.groups, VALID, 'lower');
+    const second = await applyImport(stores, VALID, 'lower');
     assert.deepEqual(second, first);
     assert.deepEqual(await stores.groups.exportData(), once);
     assert.deepEqual(once, {
@@ -106,9 +106,9 @@ describe('import files (contract §4)', () => {
 
   test('upserts: by id for groups, by username for users, by pair for memberships', async () => {
     const stores = fresh();
-    await applyImport(stores.groups, VALID, 'lower');
+    await applyImport(stores, VALID, 'lower');
     const outcome = await applyImport(
-      stores.groups,
+      stores,
       {
         groups: [{ id: 2, name: 'Biology 3A', type: 0 }],
         users: [{ username: 'dave', active: true }],
@@ -136,14 +136,14 @@ describe('import files (contract §4)', () => {
 
   test('a file that swaps two names is applied (names are unique after the file, not in between)', async () => {
     const stores = fresh();
-    await applyImport(stores.groups, VALID, 'lower');
+    await applyImport(stores, VALID, 'lower');
     const swapped = {
       groups: [
         { ...VALID.groups[0], name: 'Biology 2B' },
         { ...VALID.groups[1], name: 'Chess Club' },
       ],
     };
-    assert.deepEqual(await applyImport(stores.groups, swapped, 'lower'), {
+    assert.deepEqual(await applyImport(stores, swapped, 'lower'), {
       ok: true,
       counts: { groups: 2, users: 0, memberships: 0 },
     });
@@ -152,7 +152,7 @@ describe('import files (contract §4)', () => {
 
   test('three bad entries are all reported by JSON path and reason, and nothing changes', async () => {
     const stores = fresh();
-    await applyImport(stores.groups, VALID, 'lower');
+    await applyImport(stores, VALID, 'lower');
     const before = await stores.groups.exportData();
     const file = {
       groups: [
@@ -175,13 +175,13 @@ describe('import files (contract §4)', () => {
       ],
     };
     assert.deepEqual(validateImport(file, 'lower'), expected);
-    assert.deepEqual(await applyImport(stores.groups, file, 'lower'), expected);
+    assert.deepEqual(await applyImport(stores, file, 'lower'), expected);
     assert.deepEqual(await stores.groups.exportData(), before);
   });
 
   test('conflicts only the database sees are reported by path and roll the whole file back', async () => {
     const stores = fresh();
-    await applyImport(stores.groups, VALID, 'lower');
+    await applyImport(stores, VALID, 'lower');
     const before = await stores.groups.exportData();
     const file = {
       groups: [
@@ -196,7 +196,7 @@ describe('import files (contract §4)', () => {
       ],
     };
     assert.equal(validateImport(file, 'lower').ok, true, 'the file itself is well-formed');
-    assert.deepEqual(await applyImport(stores.groups, file, 'lower'), {
+    assert.deepEqual(await applyImport(stores, file, 'lower'), {
       ok: false,
       problems: [
         { path: 'groups[1].name', reason: '"Chess Club" is already the name of another group' },
@@ -213,10 +213,10 @@ describe('import files (contract §4)', () => {
 
   test('a membership of an unknown username creates that user, active', async () => {
     const stores = fresh();
-    await applyImport(stores.groups, VALID, 'lower');
+    await applyImport(stores, VALID, 'lower');
     assert.equal(await stores.users.get('zed'), null);
     const outcome = await applyImport(
-      stores.groups,
+      stores,
       { memberships: [{ group: 2, username: 'zed', status: 0 }] },
       'lower',
     );
@@ -229,9 +229,9 @@ describe('import files (contract §4)', () => {
 
   test('usernames are trimmed and lower-cased; the canonical form decides duplicates', async () => {
     const stores = fresh();
-    await applyImport(stores.groups, VALID, 'lower');
+    await applyImport(stores, VALID, 'lower');
     const outcome = await applyImport(
-      stores.groups,
+      stores,
       {
         users: [{ username: '  Frank\t', active: false }],
         memberships: [
@@ -322,8 +322,8 @@ describe('import files (contract §4)', () => {
       users: [{ username: 'ünïcode', active: true }],
       memberships: [{ group: 1, username: 'ünïcode', status: 2 }],
     };
-    assert.equal((await applyImport(fresh().groups, strings, 'lower')).ok, true);
-    assert.equal((await applyImport(stores.groups, strings, 'lower')).ok, true);
+    assert.equal((await applyImport(fresh(), strings, 'lower')).ok, true);
+    assert.equal((await applyImport(stores, strings, 'lower')).ok, true);
     assert.deepEqual(await stores.groups.exportData(), strings);
     assert.deepEqual(await stores.groups.detail(1, 'ünïcode'), { ...strings.groups[0], member_status: 2 });
   });
@@ -338,7 +338,7 @@ describe('import files (contract §4)', () => {
         group({ id: 4, name: 'Four', short_description: '\udfb2' }),
       ],
     };
-    assert.deepEqual(await applyImport(stores.groups, file, 'lower'), {
+    assert.deepEqual(await applyImport(stores, file, 'lower'), {
       ok: false,
       problems: [
         { path: 'groups[0].name', reason: REASONS.nul },
@@ -356,7 +356,7 @@ describe('import files (contract §4)', () => {
       for (const unit of ['a', '😀']) {
         const atLimit = group({ [field]: unit.repeat(limit) });
         const stores = fresh();
-        const accepted = await applyImport(stores.groups, { groups: [atLimit] }, 'lower');
+        const accepted = await applyImport(stores, { groups: [atLimit] }, 'lower');
         assert.deepEqual(
           accepted,
           { ok: true, counts: { groups: 1, users: 0, memberships: 0 } },
@@ -424,7 +424,7 @@ describe('import files (contract §4)', () => {
       ],
     };
     const stores = fresh();
-    assert.deepEqual(await applyImport(stores.groups, good, 'lower'), {
+    assert.deepEqual(await applyImport(stores, good, 'lower'), {
       ok: true,
       counts: { groups: 2, users: 0, memberships: 3 },
     });
@@ -526,7 +526,7 @@ describe('import files (contract §4)', () => {
     before(async () => {
       stores = fresh();
       db = stores.db;
-      await applyImport(stores.groups, VALID, 'lower');
+      await applyImport(stores, VALID, 'lower');
     });
 
     const insertGroup = (values: Record<string, unknown>) => {

@@ -5,11 +5,13 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import { StoreUnavailableError } from '../src/errors.ts';
 import { sqlitePath } from '../src/store/sqlite.ts';
-import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
+import { fakeAuthenticator, loginAs, startTestApp, type TestApp, unlessSqlite } from './helpers/app.ts';
 
 const UNAVAILABLE = { detail: 'Service temporarily unavailable.' };
 
-describe('SQLite locked by another process (a real SQLITE_BUSY)', () => {
+describe('SQLite locked by another process (a real SQLITE_BUSY)', {
+  skip: unlessSqlite('locks the SQLite file'),
+}, () => {
   let t: TestApp;
   let other: DatabaseSync;
   before(async () => {

@@ -276,7 +276,6 @@ function groupStore(db: DatabaseSync): GroupStore {
   const groupExists = db.prepare('SELECT 1 FROM groups WHERE id = ?');
   const removeMembership = db.prepare('DELETE FROM memberships WHERE group_id = ? AND username = ?');
   const parkName = db.prepare('UPDATE groups SET name = ? WHERE id = ? AND name <> ?');
-  const revokeSessions = db.prepare('DELETE FROM sessions WHERE username = ?');
   const exportUsers = db.prepare('SELECT username, active FROM users ORDER BY username');
   const exportMemberships = db.prepare(
     'SELECT group_id, username, status FROM memberships ORDER BY group_id, username',
@@ -340,11 +339,9 @@ function groupStore(db: DatabaseSync): GroupStore {
               });
             }
           });
-          for (const user of data.users) {
-            upsertUser.run(user.username, user.active ? 1 : 0, now);
-            // contract §2: disabling a user (here by import) deletes all of their sessions at once.
-            if (!user.active) revokeSessions.run(user.username);
-          }
+          // Sessions of users disabled here are revoked by applyImport, after the commit (contract §2),
+          // so that it works wherever the sessions live.
+          for (const user of data.users) upsertUser.run(user.username, user.active ? 1 : 0, now);
           data.memberships.forEach((membership, index) => {
             if (groupExists.get(membership.group) === undefined) {
               problems.push({
@@ -379,12 +376,16 @@ function groupStore(db: DatabaseSync): GroupStore {
   };
 }
 
-/** Opens the SQLite stores on `path`, migrating first. */
-export function openSqliteStores(path: string, busyTimeoutMs = 5000): Stores & { readonly db: DatabaseSync } {
+/** Opens the SQLite stores on `path`, migrating first unless `migrate` is false (a cluster's workers). */
+export function openSqliteStores(
+  path: string,
+  busyTimeoutMs = 5000,
+  migrate = true,
+): Stores & { readonly db: DatabaseSync } {
   let db: DatabaseSync;
   try {
     db = openSqliteDatabase(path, busyTimeoutMs);
-    migrateSqlite(db);
+    if (migrate) migrateSqlite(db);
   } catch (err) {
     mapError(err);
   }

@@ -105,7 +105,10 @@ export interface GroupStore {
   removeGroup(id: number): Promise<boolean>;
   setMembership(membership: Membership): Promise<void>;
   removeMembership(group: number, username: string): Promise<boolean>;
-  /** Applies validated import data in one transaction (upserts; idempotent). */
+  /**
+   * Applies validated import data in one transaction (upserts; idempotent). Ending the sessions of
+   * users it disables is applyImport's job: sessions may live in another store (Redis).
+   */
   importData(data: ImportData): Promise<{ groups: number; users: number; memberships: number }>;
   exportData(): Promise<ImportData>;
 }

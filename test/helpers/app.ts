@@ -1,5 +1,9 @@
-// Builds a clubhouse instance for a test: its own SQLite file, captured logs, an injectable clock,
+// Builds a clubhouse instance for a test: its own database, captured logs, an injectable clock,
 // and either the real IMAP authenticator (against the harness Dovecot) or a counting fake.
+// CLUBHOUSE_TEST_STORE picks the stores (api-postgres.test.ts and api-redis.test.ts set it, then
+// import the API suites): sqlite (default, a fresh file), postgres (a fresh database on the
+// harness PostgreSQL), redis (sessions in Redis under a fresh key prefix, the rest in SQLite) or
+// redis-postgres (both).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +21,55 @@ import { createLogger } from '../../src/logger.ts';
 import { openStores } from '../../src/store/open.ts';
 import type { Stores } from '../../src/store/types.ts';
 import type { Dovecot } from './dovecot.ts';
+import { startPostgres, type TestPostgres } from './postgres.ts';
+import { startRedis } from './redis.ts';
+
+export type TestStoreKind = 'sqlite' | 'postgres' | 'redis' | 'redis-postgres';
+const KINDS: readonly TestStoreKind[] = ['sqlite', 'postgres', 'redis', 'redis-postgres'];
+
+/** The stores startTestApp uses in this process (read when called: importers set it first). */
+export function testStore(): TestStoreKind {
+  const kind = process.env['CLUBHOUSE_TEST_STORE'] ?? 'sqlite';
+  const found = KINDS.find((candidate) => candidate === kind);
+  if (found === undefined) throw new Error(`CLUBHOUSE_TEST_STORE must be one of ${KINDS.join(', ')}`);
+  return found;
+}
+
+/** A reason to skip a test that reads SQLite's tables directly, or false on SQLite. */
+export function unlessSqlite(what: string): string | false {
+  const kind = testStore();
+  return kind === 'sqlite' ? false : `${what}: SQLite only (this run: CLUBHOUSE_TEST_STORE=${kind})`;
+}
+
+// One PostgreSQL handle per process: a private server (when none answers on 5432) starts once.
+let postgres: Promise<TestPostgres> | undefined;
+
+/** Settings (and their clean-up) for the stores of `testStore()`; `dir` holds a SQLite file. */
+async function storeEnvironment(
+  dir: string,
+): Promise<{ env: Record<string, string>; drop: () => Promise<void> }> {
+  const kind = testStore();
+  const env: Record<string, string> = { DATABASE_URL: `sqlite:${join(dir, 'clubhouse.db')}` };
+  const drops: (() => Promise<void>)[] = [];
+  if (kind === 'postgres' || kind === 'redis-postgres') {
+    postgres ??= startPostgres();
+    const database = await (await postgres).createDatabase();
+    env['DATABASE_URL'] = database.url;
+    drops.push(() => database.drop());
+  }
+  if (kind === 'redis' || kind === 'redis-postgres') {
+    const redis = await startRedis();
+    env['SESSION_STORE'] = redis.url;
+    env['REDIS_KEY_PREFIX'] = redis.keyPrefix();
+    drops.push(() => redis.stop());
+  }
+  return {
+    env,
+    drop: async () => {
+      for (const drop of drops) await drop();
+    },
+  };
+}
 
 export interface TestApp extends App {
   readonly config: Config;
@@ -24,6 +77,8 @@ export interface TestApp extends App {
   readonly logs: string[];
   readonly clock: { now: number; advance(ms: number): void };
   readonly dir: string;
+  /** The store settings of this app, for a CLI run or a second instance on the same stores. */
+  readonly storeEnv: Readonly<Record<string, string>>;
   close(): Promise<void>;
 }
 
@@ -54,55 +109,78 @@ export function dovecotEnv(
 /** A clubhouse app on a fresh database; close() removes everything it made. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), 'clubhouse-test-'));
-  const env = {
-    DATABASE_URL: `sqlite:${join(dir, 'clubhouse.db')}`,
-    LOG_LEVEL: 'info',
-    ...(options.dovecot === undefined
-      ? { IMAP_HOST: '127.0.0.1', IMAP_SECURITY: 'plain', IMAP_PORT: '1' }
-      : dovecotEnv(options.dovecot)),
-    ...options.env,
-  };
-  const config = loadConfig(env);
-  const logs: string[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, callback) {
-      logs.push(
-        ...String(chunk)
-          .split('\n')
-          .filter((line) => line !== ''),
-      );
-      callback();
-    },
+  const made = await storeEnvironment(dir).catch((err: unknown) => {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
   });
-  const clock = {
-    now: Date.now(),
-    advance(ms: number) {
-      this.now += ms;
-    },
+  const remove = async () => {
+    await made.drop();
+    rmSync(dir, { recursive: true, force: true });
   };
-  const stores = await openStores(config);
-  const authenticator = options.authenticator ?? createImapAuthenticator(imapSettings(config));
-  const app = await buildApp({
-    config,
-    stores,
-    authenticator,
-    logger: createLogger(config.logLevel, sink),
-    now: options.fixedClock === true ? () => clock.now : Date.now,
-  });
-  await app.fastify.ready();
-  return {
-    ...app,
-    config,
-    stores,
-    logs,
-    clock,
-    dir,
-    async close() {
-      await app.fastify.close();
-      await stores.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  let stores: Stores | undefined;
+  try {
+    const env = {
+      ...made.env,
+      LOG_LEVEL: 'info',
+      ...(options.dovecot === undefined
+        ? { IMAP_HOST: '127.0.0.1', IMAP_SECURITY: 'plain', IMAP_PORT: '1' }
+        : dovecotEnv(options.dovecot)),
+      ...options.env,
+    };
+    const config = loadConfig(env);
+    const logs: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, callback) {
+        logs.push(
+          ...String(chunk)
+            .split('\n')
+            .filter((line) => line !== ''),
+        );
+        callback();
+      },
+    });
+    const clock = {
+      now: Date.now(),
+      advance(ms: number) {
+        this.now += ms;
+      },
+    };
+    const storeEnv: Record<string, string> = { DATABASE_URL: config.databaseUrl };
+    if (config.sessionStore !== null) {
+      storeEnv['SESSION_STORE'] = config.sessionStore;
+      storeEnv['REDIS_KEY_PREFIX'] = config.redisKeyPrefix;
+    }
+    const opened = await openStores(config);
+    stores = opened;
+    const authenticator = options.authenticator ?? createImapAuthenticator(imapSettings(config));
+    const app = await buildApp({
+      config,
+      stores: opened,
+      authenticator,
+      logger: createLogger(config.logLevel, sink),
+      now: options.fixedClock === true ? () => clock.now : Date.now,
+    });
+    await app.fastify.ready();
+    return {
+      ...app,
+      config,
+      stores: opened,
+      logs,
+      clock,
+      dir,
+      storeEnv,
+      async close() {
+        await app.fastify.close();
+        await opened.close();
+        await remove();
+      },
+    };
+  } catch (err) {
+    // Nothing made for an app that did not start may outlive it (a database, keys, the temp dir).
+    await stores?.close();
+    await remove();
+    throw err;
+  }
 }
 
 /** A fake authenticator that accepts `passwords` and counts calls (for tests that are not about IMAP). */

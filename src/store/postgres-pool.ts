@@ -1,0 +1,181 @@
+// The PostgreSQL connection pool, its failure mapping and the migrations: what every PostgreSQL
+// store shares. A dead or restarting server answers StoreUnavailableError('database') (HTTP 503);
+// the pool replaces broken connections by itself, so the service recovers without a restart.
+import pg from 'pg';
+import { StoreUnavailableError } from '../errors.ts';
+import { POSTGRES_MIGRATIONS } from './postgres-schema.ts';
+
+/** Bounds of one process's pool; with WORKERS=N the server holds up to N × max connections. */
+export const POOL_SETTINGS = {
+  max: 10,
+  // A request waits this long for a connection (server down, or all busy) before answering 503.
+  connectionTimeoutMillis: 3000,
+  idleTimeoutMillis: 30_000,
+  // Server side: a statement running longer is cancelled (57014); a lock waited on longer (55P03).
+  statement_timeout: 5000,
+  lock_timeout: 3000,
+  // Client side: the answer of a query that PostgreSQL never sends (a half-open connection).
+  query_timeout: 6000,
+  keepAlive: true,
+  application_name: 'clubhouse',
+} as const;
+
+// SQLSTATEs that mean "cannot answer now", not "bad data": connection exceptions (class 08),
+// insufficient resources (53), shutdown/startup (57P0x), timeouts and cancels (57014, 55P03),
+// serialisation failures and deadlocks (40001, 40P01: retrying later succeeds), and a read-only
+// standby after a failover (25006).
+const UNAVAILABLE_SQLSTATES = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  '57014',
+  '55P03',
+  '40001',
+  '40P01',
+  '25006',
+]);
+const UNAVAILABLE_CLASSES = new Set(['08', '53', '58']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+// What pg and pg-pool throw without a code when the connection fails or times out.
+const DRIVER_MESSAGES =
+  /^(timeout exceeded when trying to connect|Connection terminated|Query read timeout|Client has encountered a connection error)/;
+
+/** True when `err` says PostgreSQL cannot answer now (as opposed to a constraint or a bug). */
+export function isPostgresUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (err instanceof pg.DatabaseError && typeof code === 'string') {
+    return UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_CLASSES.has(code.slice(0, 2));
+  }
+  if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
+  // Node reports a refused localhost (both ::1 and 127.0.0.1) as one AggregateError.
+  if (err instanceof AggregateError) return err.errors.some(isPostgresUnavailable);
+  return DRIVER_MESSAGES.test(err.message);
+}
+
+/** Rethrows `err`, as StoreUnavailableError('database') when it is an outage. */
+export function mapPostgresError(err: unknown): never {
+  if (isPostgresUnavailable(err)) throw new StoreUnavailableError('database', { cause: err });
+  throw err;
+}
+
+/** True for a violation of the UNIQUE constraint `constraint` (SQLSTATE 23505). */
+export function isUniqueViolation(err: unknown, constraint: string): boolean {
+  return (
+    err instanceof pg.DatabaseError && err.code === '23505' && (err.constraint ?? constraint) === constraint
+  );
+}
+
+/** A bounded pool on `url`; `onError` hears of idle connections that break (the pool drops them). */
+export function createPool(url: string, onError: (err: Error) => void = () => {}): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, ...POOL_SETTINGS });
+  // Without a listener, an idle client's error (the server restarting: 57P01) would crash the process.
+  pool.on('error', onError);
+  return pool;
+}
+
+/** Runs one query with failures mapped; `name` makes it a prepared statement on each connection. */
+export async function query<R extends pg.QueryResultRow>(
+  pool: pg.Pool | pg.PoolClient,
+  text: string,
+  values: unknown[] = [],
+  name?: string,
+): Promise<pg.QueryResult<R>> {
+  try {
+    return await pool.query<R>(name === undefined ? { text, values } : { name, text, values });
+  } catch (err) {
+    mapPostgresError(err);
+  }
+}
+
+/** Runs `work` in one transaction on one connection; rolls back on any error. */
+export async function transaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+  begin = 'BEGIN',
+): Promise<T> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (err) {
+    mapPostgresError(err);
+  }
+  let broken = false;
+  // A checked-out client has no pool listener: a connection lost between two of our queries would
+  // otherwise be an unhandled 'error' event, which ends the process.
+  const onError = () => {
+    broken = true;
+  };
+  client.on('error', onError);
+  try {
+    await client.query(begin);
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    try {
+      await client.query('ROLLBACK');
+    } catch {
+      // The connection itself failed: it must not go back into the pool.
+      broken = true;
+    }
+    mapPostgresError(err);
+  } finally {
+    client.removeListener('error', onError);
+    client.release(broken);
+  }
+}
+
+// Any constant works; it only has to be the same for every clubhouse process on a database.
+const MIGRATION_LOCK_KEY = 4_242_001;
+
+/**
+ * Applies pending migrations in one transaction under an advisory lock, so instances starting at
+ * once queue instead of racing. Uses its own connection without the pool's short timeouts.
+ */
+export async function migratePostgres(url: string): Promise<number[]> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query('BEGIN');
+    // Released by COMMIT/ROLLBACK; the lock space is per database.
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
+    );
+    const done = new Set(
+      (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map(
+        (row) => row.version,
+      ),
+    );
+    const applied: number[] = [];
+    for (const migration of POSTGRES_MIGRATIONS) {
+      if (done.has(migration.version)) continue;
+      await client.query(migration.sql);
+      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+        migration.version,
+        migration.name,
+        Date.now(),
+      ]);
+      applied.push(migration.version);
+    }
+    await client.query('COMMIT');
+    return applied;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    mapPostgresError(err);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}

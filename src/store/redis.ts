@@ -1,0 +1,241 @@
+// Sessions and throttle counters in Redis (SESSION_STORE=redis://…); groups and users stay in the
+// database. Key layout, under a configurable prefix P (default "clubhouse:"):
+//
+//   P session:<sha256 hex>          hash {username, created_at, expires_at}, PEXPIRE to its expiry
+//   P user-sessions:<username>      sorted set: session hex → expires_at (revokeUser, countUser)
+//   P session-expiry                sorted set: session hex → expires_at, every session
+//                                   (countActive: ZCOUNT, O(log N); purgeExpired: a range, O(log N + M))
+//   P throttle:<key>                sorted set: fingerprint → time of the failure (ZADD GT = max),
+//                                   pruned on write, PEXPIRE one window after the last failure
+//   P known-clients:<username>      sorted set: client IP → expires_at, PEXPIRE to the latest expiry
+//
+// Writes touching several keys are Lua scripts (atomic). The scripts derive some key names from
+// data (a session's user), so this needs a standalone Redis or Sentinel, not Redis Cluster.
+// A stored expires_at is the truth (the caller's clock, as with SQL); TTLs only reclaim memory.
+import { Redis, ReplyError } from 'ioredis';
+import { StoreUnavailableError } from '../errors.ts';
+import { SCRIPTS, type ScriptName } from './redis-scripts.ts';
+import type { SessionStore, ThrottleStore } from './types.ts';
+
+export const DEFAULT_KEY_PREFIX = 'clubhouse:';
+
+/** Client settings: a dead Redis answers within a bounded time, and the client reconnects forever. */
+export const REDIS_SETTINGS = {
+  // Commands fail at once while disconnected instead of queueing behind a reconnect.
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  // A command Redis accepted but never answered (a hung server) fails after this long.
+  commandTimeout: 2000,
+  connectTimeout: 2000,
+  // Reconnect with a backoff capped at 1 s, forever: the store recovers when Redis is back.
+  retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
+  lazyConnect: true,
+} as const;
+
+// Server replies that mean "cannot answer now"; any other reply error is a bug and is rethrown.
+const UNAVAILABLE_REPLIES = /^(LOADING|READONLY|MASTERDOWN|BUSY|TRYAGAIN|CLUSTERDOWN|OOM|NOREPLICAS)\b/;
+
+/** True when `err` says Redis cannot answer now: not connected, timed out, loading, read-only… */
+export function isRedisUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  if (err instanceof ReplyError) return UNAVAILABLE_REPLIES.test(err.message);
+  // Everything else ioredis rejects with is about the connection: closed, not writeable, timed
+  // out, retries exhausted (MaxRetriesPerRequestError), aborted by a reconnect, a socket error.
+  return !(err instanceof TypeError || err instanceof RangeError || err instanceof SyntaxError);
+}
+
+async function mapped<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if (isRedisUnavailable(err)) throw new StoreUnavailableError('sessions', { cause: err });
+    throw err;
+  }
+}
+
+type Scripts = Record<ScriptName, (keys: string[], args: (string | number)[]) => Promise<unknown>>;
+
+/** Registers the Lua scripts (EVALSHA, falling back to EVAL after a Redis restart empties its cache). */
+function defineScripts(client: Redis): Scripts {
+  const scripts = {} as Scripts;
+  for (const [name, { keys, lua }] of Object.entries(SCRIPTS) as [
+    ScriptName,
+    (typeof SCRIPTS)[ScriptName],
+  ][]) {
+    client.defineCommand(`clubhouse_${name}`, { numberOfKeys: keys, lua });
+    const command = (client as unknown as Record<string, (...args: (string | number)[]) => Promise<unknown>>)[
+      `clubhouse_${name}`
+    ]!;
+    scripts[name] = (keys, args) => command.call(client, ...keys, ...args);
+  }
+  return scripts;
+}
+
+function keys(prefix: string) {
+  return {
+    session: (idHex: string) => `${prefix}session:${idHex}`,
+    sessionPrefix: `${prefix}session:`,
+    userSessions: (username: string) => `${prefix}user-sessions:${username}`,
+    userSessionsPrefix: `${prefix}user-sessions:`,
+    expiry: `${prefix}session-expiry`,
+    throttle: (key: string) => `${prefix}throttle:${key}`,
+    knownClients: (username: string) => `${prefix}known-clients:${username}`,
+  };
+}
+
+const PURGE_BATCH = 500;
+
+function sessionStore(client: Redis, k: ReturnType<typeof keys>, run: Scripts): SessionStore {
+  return {
+    create: async (s) => {
+      const idHex = s.idHash.toString('hex');
+      // The key lives as long as the session, at least 1 ms (PEXPIRE refuses 0).
+      const ttlMs = Math.max(1, s.expiresAt - s.createdAt);
+      await mapped(
+        run.create(
+          [k.session(idHex), k.userSessions(s.username), k.expiry],
+          [idHex, s.username, s.createdAt, s.expiresAt, ttlMs],
+        ),
+      );
+    },
+    get: async (idHash, now) => {
+      const [username, expiresAt] = await mapped(
+        client.hmget(k.session(idHash.toString('hex')), 'username', 'expires_at'),
+      );
+      if (username == null || expiresAt == null || Number(expiresAt) <= now) return null;
+      return { username, expiresAt: Number(expiresAt) };
+    },
+    delete: async (idHash) => {
+      const idHex = idHash.toString('hex');
+      return (await mapped(run.delete([k.session(idHex), k.expiry], [idHex, k.userSessionsPrefix]))) === 1;
+    },
+    revokeUser: async (username) =>
+      Number(await mapped(run.revokeUser([k.userSessions(username), k.expiry], [k.sessionPrefix]))),
+    countUser: async (username, now) =>
+      await mapped(client.zcount(k.userSessions(username), `(${now}`, '+inf')),
+    purgeExpired: async (now) => {
+      // In batches, so one script never blocks Redis for long.
+      let purged = 0;
+      for (;;) {
+        const n = Number(
+          await mapped(
+            run.purgeExpired([k.expiry], [now, PURGE_BATCH, k.sessionPrefix, k.userSessionsPrefix]),
+          ),
+        );
+        purged += n;
+        if (n < PURGE_BATCH) return purged;
+      }
+    },
+    countActive: async (now) => await mapped(client.zcount(k.expiry, `(${now}`, '+inf')),
+  };
+}
+
+function throttleStore(client: Redis, k: ReturnType<typeof keys>): ThrottleStore {
+  return {
+    recordFailure: async (keyNames, fingerprint, now, windowMs) => {
+      const multi = client.multi();
+      for (const key of new Set(keyNames)) {
+        const name = k.throttle(key);
+        // GT: an existing fingerprint keeps the later time (SQLite's max(at)); new ones are added.
+        multi.zadd(name, 'GT', now, fingerprint);
+        multi.zremrangebyscore(name, '-inf', now - windowMs);
+        multi.pexpire(name, windowMs);
+      }
+      await execMulti(multi);
+    },
+    status: async (key, limit, now, windowMs) => {
+      const flat = await mapped(
+        client.zrevrangebyscore(
+          k.throttle(key),
+          '+inf',
+          `(${now - windowMs}`,
+          'WITHSCORES',
+          'LIMIT',
+          0,
+          limit,
+        ),
+      );
+      const found = flat.length / 2;
+      if (found < limit) return { count: found, retryAfterMs: 0 };
+      // The lock lifts when the limit-th most recent failure leaves the window.
+      const oldestCounted = Number(flat[2 * limit - 1]);
+      return { count: found, retryAfterMs: Math.max(0, oldestCounted + windowMs - now) };
+    },
+    clear: async (key) => {
+      await mapped(client.unlink(k.throttle(key)));
+    },
+    rememberClient: async (username, clientIp, now, ttlMs) => {
+      const name = k.knownClients(username);
+      const multi = client.multi();
+      multi.zadd(name, now + ttlMs, clientIp);
+      multi.zremrangebyscore(name, '-inf', now);
+      multi.pexpire(name, ttlMs);
+      await execMulti(multi);
+    },
+    isKnownClient: async (username, clientIp, now) => {
+      const expiresAt = await mapped(client.zscore(k.knownClients(username), clientIp));
+      return expiresAt !== null && Number(expiresAt) > now;
+    },
+    // Every throttle key carries a TTL of one window after its last write and is pruned on each
+    // write, so Redis reclaims the memory by itself: nothing to scan here.
+    purgeExpired: async () => {},
+  };
+}
+
+/** Runs a MULTI; a command that failed inside it fails the whole call, mapped like any other. */
+async function execMulti(multi: ReturnType<Redis['multi']>): Promise<void> {
+  const results = await mapped(multi.exec());
+  // null: the transaction was discarded (a connection lost between MULTI and EXEC).
+  if (results === null) throw new StoreUnavailableError('sessions');
+  for (const [err] of results) {
+    if (err !== null) {
+      if (isRedisUnavailable(err)) throw new StoreUnavailableError('sessions', { cause: err });
+      throw err;
+    }
+  }
+}
+
+export interface RedisStores {
+  readonly sessions: SessionStore;
+  readonly throttle: ThrottleStore;
+  readonly client: Redis;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface RedisStoreOptions {
+  readonly keyPrefix?: string;
+  /** Hears of connection errors (the client keeps reconnecting by itself). */
+  readonly onError?: (err: Error) => void;
+}
+
+/** Connects to `url` and returns the Redis session and throttle stores; fails when Redis is down. */
+export async function openRedisStores(url: string, options: RedisStoreOptions = {}): Promise<RedisStores> {
+  const client = new Redis(url, REDIS_SETTINGS);
+  // Without a listener every reconnect attempt would print "Unhandled error event".
+  client.on('error', options.onError ?? (() => {}));
+  try {
+    await client.connect();
+  } catch (err) {
+    client.disconnect();
+    throw new StoreUnavailableError('sessions', { cause: err });
+  }
+  const k = keys(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
+  const run = defineScripts(client);
+  return {
+    client,
+    sessions: sessionStore(client, k, run),
+    throttle: throttleStore(client, k),
+    ping: async () => {
+      await mapped(client.ping());
+    },
+    close: async () => {
+      if (client.status === 'end') return;
+      try {
+        await client.quit();
+      } catch {
+        client.disconnect();
+      }
+    },
+  };
+}

@@ -1,0 +1,334 @@
+// Issue 6, scale-out: instances share nothing but PostgreSQL (and optionally Redis), so a session
+// or a throttle count made on one is seen by all; a store outage answers 503 + Retry-After and
+// passes without a restart; WORKERS=2 serves one port from two processes that replace each other.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { dovecotEnv, fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
+import { spawnManaged } from './helpers/child.ts';
+import { type Dovecot, startDovecot, testUser } from './helpers/dovecot.ts';
+import { freePort } from './helpers/ports.ts';
+import { startPostgres, type TestDatabase, type TestPostgres } from './helpers/postgres.ts';
+import { startRedis, type TestRedis } from './helpers/redis.ts';
+
+const UNAVAILABLE = { detail: 'Service temporarily unavailable.' };
+const PASSWORDS = { alice: 'alice-pw', bob: 'bob-pw' };
+const RECOVERY_DEADLINE_MS = 30_000;
+
+const check = (t: TestApp, cookie?: string) =>
+  t.fastify.inject({ url: '/api/auth/check', headers: cookie === undefined ? {} : { cookie } });
+
+const attempt = (t: TestApp, username: string, password: string, remoteAddress: string) =>
+  t.fastify.inject({
+    method: 'POST',
+    url: '/api/auth/login',
+    remoteAddress,
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({ username, password }),
+  });
+
+/** Retries `probe` until it answers `status` (a store coming back); fails after the deadline. */
+async function until(status: number, probe: () => Promise<{ statusCode: number }>): Promise<void> {
+  const deadline = Date.now() + RECOVERY_DEADLINE_MS;
+  for (;;) {
+    const { statusCode } = await probe();
+    if (statusCode === status) return;
+    if (Date.now() > deadline)
+      assert.fail(`still ${statusCode}, not ${status}, after ${RECOVERY_DEADLINE_MS} ms`);
+    await sleep(100);
+  }
+}
+
+describe('two instances sharing the stores', () => {
+  let postgres: TestPostgres;
+  let redis: TestRedis;
+  before(async () => {
+    postgres = await startPostgres();
+    redis = await startRedis();
+  });
+  after(async () => {
+    await postgres.stop();
+    await redis.stop();
+  });
+
+  for (const withRedis of [false, true]) {
+    describe(withRedis ? 'PostgreSQL + Redis sessions' : 'PostgreSQL', () => {
+      let db: TestDatabase;
+      let a: TestApp;
+      let b: TestApp;
+      before(async () => {
+        db = await postgres.createDatabase();
+        const env: Record<string, string> = { DATABASE_URL: db.url };
+        if (withRedis) {
+          env['SESSION_STORE'] = redis.url;
+          env['REDIS_KEY_PREFIX'] = redis.keyPrefix();
+        }
+        [a, b] = await Promise.all([
+          startTestApp({ authenticator: fakeAuthenticator(PASSWORDS), env }),
+          startTestApp({ authenticator: fakeAuthenticator(PASSWORDS), env }),
+        ]);
+      });
+      after(async () => {
+        await a?.close();
+        await b?.close();
+        await db.drop();
+      });
+
+      test('logged in on A, the session works on B; logged out on B, it is dead on A', async () => {
+        const { response, cookie } = await loginAs(a.fastify, 'alice', PASSWORDS.alice);
+        assert.equal(response.statusCode, 200);
+        const onB = await check(b, cookie);
+        assert.equal(onB.statusCode, 200);
+        assert.equal(onB.body, '"alice"');
+        const logout = await b.fastify.inject({
+          method: 'POST',
+          url: '/api/auth/logout',
+          headers: { cookie },
+        });
+        assert.equal(logout.statusCode, 200);
+        const onA = await check(a, cookie);
+        assert.equal(onA.statusCode, 403);
+        assert.equal(onA.body, '""');
+      });
+
+      test('5 failures spread over A and B throttle the username on both', async () => {
+        const apps = [a, b, a, b, a];
+        for (const [i, app] of apps.entries()) {
+          assert.equal((await attempt(app, 'bob', `wrong-${i}`, '198.51.100.7')).statusCode, 403);
+        }
+        for (const app of [b, a]) {
+          const sixth = await attempt(app, 'bob', PASSWORDS.bob, '203.0.113.9');
+          assert.equal(sixth.statusCode, 429);
+          assert.equal(sixth.headers['retry-after'], '900');
+        }
+      });
+
+      test('a user disabled through one instance’s stores is logged out on the other', async () => {
+        const { cookie } = await loginAs(a.fastify, 'alice', PASSWORDS.alice);
+        assert.equal((await check(b, cookie)).statusCode, 200);
+        const { disableUser } = await import('../src/users.ts');
+        assert.deepEqual(await disableUser(b.stores, 'alice'), { revoked: 1 });
+        assert.equal((await check(a, cookie)).statusCode, 403);
+      });
+    });
+  }
+});
+
+describe('PostgreSQL stopped mid-run, then started again', () => {
+  let postgres: TestPostgres;
+  let t: TestApp;
+  before(async () => {
+    postgres = await startPostgres({ private: true });
+    const db = await postgres.createDatabase();
+    t = await startTestApp({ authenticator: fakeAuthenticator(PASSWORDS), env: { DATABASE_URL: db.url } });
+  });
+  after(async () => {
+    await t?.close();
+    await postgres.stop();
+  });
+
+  test('requests that need it answer 503 + Retry-After, then 200 again without a restart', async () => {
+    const { cookie } = await loginAs(t.fastify, 'alice', PASSWORDS.alice);
+    assert.equal((await check(t, cookie)).statusCode, 200);
+    await postgres.stopServer!();
+
+    for (const response of [
+      await check(t, cookie),
+      await t.fastify.inject({ url: '/api/group/', headers: { cookie } }),
+      (await loginAs(t.fastify, 'bob', PASSWORDS.bob)).response,
+    ]) {
+      assert.equal(response.statusCode, 503);
+      assert.deepEqual(response.json(), UNAVAILABLE);
+      assert.equal(response.headers['retry-after'], '5');
+    }
+    const anonymous = await check(t);
+    assert.equal(anonymous.statusCode, 403, 'a request without a session cookie does not need the store');
+    assert.ok(
+      t.logs.some((line) => line.includes('store unavailable') && line.includes('"store":"database"')),
+    );
+
+    await postgres.startServer!();
+    await until(200, () => check(t, cookie));
+    assert.equal((await check(t, cookie)).body, '"alice"', 'the session outlived the outage');
+    const again = await loginAs(t.fastify, 'bob', PASSWORDS.bob);
+    assert.equal(again.response.statusCode, 200);
+    assert.equal((await check(t, again.cookie)).body, '"bob"');
+  });
+});
+
+describe('Redis stopped mid-run, then started again', () => {
+  let redis: TestRedis;
+  let t: TestApp;
+  before(async () => {
+    redis = await startRedis({ private: true });
+    t = await startTestApp({
+      authenticator: fakeAuthenticator(PASSWORDS),
+      env: { SESSION_STORE: redis.url, REDIS_KEY_PREFIX: redis.keyPrefix() },
+    });
+  });
+  after(async () => {
+    await t?.close();
+    await redis.stop();
+  });
+
+  test('requests that need it answer 503 + Retry-After, then 200 again without a restart', async () => {
+    const { cookie } = await loginAs(t.fastify, 'alice', PASSWORDS.alice);
+    assert.equal((await check(t, cookie)).statusCode, 200);
+    await redis.stopServer!();
+
+    for (const response of [
+      await check(t, cookie),
+      await t.fastify.inject({ method: 'POST', url: '/api/auth/logout', headers: { cookie } }),
+      (await loginAs(t.fastify, 'bob', PASSWORDS.bob)).response,
+    ]) {
+      assert.equal(response.statusCode, 503);
+      assert.deepEqual(response.json(), UNAVAILABLE);
+      assert.equal(response.headers['retry-after'], '5');
+    }
+    assert.equal((await check(t)).statusCode, 403, 'a request without a session cookie does not need Redis');
+    assert.ok(
+      t.logs.some((line) => line.includes('store unavailable') && line.includes('"store":"sessions"')),
+    );
+
+    // The harness's Redis keeps nothing across a restart: the old session is gone, new ones work.
+    await redis.startServer!();
+    await until(200, async () => (await loginAs(t.fastify, 'bob', PASSWORDS.bob)).response);
+    const again = await loginAs(t.fastify, 'bob', PASSWORDS.bob);
+    assert.equal((await check(t, again.cookie)).body, '"bob"');
+    assert.equal((await check(t, cookie)).statusCode, 403);
+  });
+});
+
+/** One HTTP request on a fresh connection, so the cluster's round robin sees every request. */
+function request(
+  port: number,
+  method: string,
+  path: string,
+  options: { cookie?: string; body?: string } = {},
+): Promise<{ status: number; body: string; setCookie: string[] }> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { connection: 'close' };
+    if (options.cookie !== undefined) headers['cookie'] = options.cookie;
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          body: Buffer.concat(chunks).toString('utf8'),
+          setCookie: res.headers['set-cookie'] ?? [],
+        }),
+      );
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+describe('WORKERS=2: one port, two processes, replaced when killed, drained on SIGTERM', () => {
+  let dovecot: Dovecot;
+  let dir: string;
+  before(async () => {
+    dovecot = await startDovecot();
+    dir = mkdtempSync(join(tmpdir(), 'clubhouse-workers-'));
+  });
+  after(async () => {
+    await dovecot?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('both workers answer, a killed one is replaced, SIGTERM exits 0', async () => {
+    const port = await freePort();
+    const server = spawnManaged(
+      process.execPath,
+      ['--disable-warning=ExperimentalWarning', fileURLToPath(new URL('../src/main.ts', import.meta.url))],
+      {
+        cwd: dir,
+        env: {
+          PATH: process.env['PATH'],
+          WORKERS: '2',
+          HOST: '127.0.0.1',
+          PORT: String(port),
+          DATABASE_URL: `sqlite:${join(dir, 'clubhouse.db')}`,
+          LOG_LEVEL: 'info',
+          SHUTDOWN_GRACE_MS: '5000',
+          ...dovecotEnv(dovecot),
+        },
+      },
+    );
+    // Every log line (the harness keeps only the tail), parsed.
+    const lines: Record<string, unknown>[] = [];
+    let partial = '';
+    server.child.stdout?.on('data', (chunk: Buffer) => {
+      const text = partial + chunk.toString('utf8');
+      const complete = text.split('\n');
+      partial = complete.pop() ?? '';
+      for (const line of complete) if (line.startsWith('{')) lines.push(JSON.parse(line));
+    });
+    const servingPids = () =>
+      lines.filter((line) => line['msg'] === 'clubhouse is serving').map((line) => Number(line['pid']));
+    const waitFor = async (what: string, done: () => boolean) => {
+      const deadline = Date.now() + RECOVERY_DEADLINE_MS;
+      while (!done()) {
+        if (!server.running())
+          assert.fail(`server exited waiting for ${what}:\n${await server.finalOutput()}`);
+        if (Date.now() > deadline) assert.fail(`no ${what}:\n${server.output()}`);
+        await sleep(50);
+      }
+    };
+    try {
+      await waitFor('two serving workers', () => servingPids().length === 2);
+      const workers = servingPids();
+      assert.ok(!workers.includes(server.child.pid!), 'the primary does not serve');
+
+      // 10 users log in, then 200 checks on fresh connections, all answered rightly.
+      const users = Array.from({ length: 10 }, (_, i) => testUser(`user${String(i).padStart(3, '0')}`));
+      const cookies = new Map<string, string>();
+      for (const user of users) {
+        const login = await request(port, 'POST', '/api/auth/login', {
+          body: JSON.stringify({ username: user.username, password: user.password }),
+        });
+        assert.equal(login.status, 200, login.body);
+        cookies.set(user.username, login.setCookie.map((c) => c.split(';')[0]).join('; '));
+      }
+      const checkAll = async (rounds: number) => {
+        for (let i = 0; i < rounds; i++) {
+          const user = users[i % users.length]!;
+          const answer = await request(port, 'GET', '/api/auth/check', {
+            cookie: cookies.get(user.username)!,
+          });
+          assert.equal(answer.status, 200, `check ${i}`);
+          assert.equal(answer.body, JSON.stringify(user.username));
+        }
+      };
+      await checkAll(200);
+      const answered = new Set(
+        lines.filter((line) => line['msg'] === 'request completed').map((line) => Number(line['pid'])),
+      );
+      assert.deepEqual([...answered].sort(), [...workers].sort(), 'both workers answered requests');
+
+      // SIGKILL one worker: the primary forks a replacement, and sessions live on (shared SQLite).
+      process.kill(workers[0]!, 'SIGKILL');
+      await waitFor('a replacement worker', () => servingPids().length === 3);
+      const replacement = servingPids()[2]!;
+      assert.ok(!workers.includes(replacement));
+      assert.ok(lines.some((line) => line['msg'] === 'worker died unexpectedly; replacing it'));
+      await checkAll(100);
+
+      server.child.kill('SIGTERM');
+      assert.equal(await server.exited, 0, server.output());
+      for (const pid of [workers[1]!, replacement]) {
+        assert.throws(() => process.kill(pid, 0), /ESRCH/, `worker ${pid} is gone`);
+      }
+    } finally {
+      await server.stop('SIGKILL');
+    }
+  });
+});

@@ -1,0 +1,554 @@
+// The store contract (Django's SessionTestsMixin pattern): one set of behavioural tests, run against
+// every store combination — SQLite, PostgreSQL, Redis sessions over SQLite and over PostgreSQL — on
+// real servers from the harness. A store that passes here can back the service.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { StoreUnavailableError } from '../src/errors.ts';
+import { applyImport, ImportConflictError } from '../src/import.ts';
+import type { Group, Stores } from '../src/store/types.ts';
+import { disableUser } from '../src/users.ts';
+import { startPostgres } from './helpers/postgres.ts';
+import { startRedis } from './helpers/redis.ts';
+import { storeBackends } from './helpers/stores.ts';
+
+const postgres = await startPostgres();
+const redis = await startRedis();
+after(async () => {
+  await postgres.stop();
+  await redis.stop();
+});
+
+const DAY = 86_400_000;
+const WINDOW = 900_000;
+
+const idOf = (label: string) => createHash('sha256').update(label).digest();
+
+const group = (id: number, name: string, fields: Partial<Group> = {}): Group => ({
+  id,
+  name,
+  description: '',
+  short_description: '',
+  activities: '',
+  type: 0,
+  ...fields,
+});
+
+for (const backend of storeBackends(postgres, redis)) {
+  describe(`store contract: ${backend.name}`, () => {
+    let stores: Stores;
+    // Real time: Redis keys carry TTLs on the server's clock.
+    let now: number;
+    before(async () => {
+      await backend.setup();
+      stores = await backend.open();
+    });
+    after(async () => {
+      await stores.close();
+      await backend.cleanup();
+    });
+    beforeEach(async () => {
+      await backend.reset(stores);
+      now = Date.now();
+    });
+
+    /** Users must exist before their sessions in the SQL stores (foreign key). */
+    async function user(username: string) {
+      assert.equal(await stores.users.recordLogin(username, now, true), 'ok');
+    }
+
+    async function session(label: string, username: string, lifetimeMs = DAY) {
+      await stores.sessions.create({
+        idHash: idOf(label),
+        username,
+        createdAt: now,
+        expiresAt: now + lifetimeMs,
+      });
+    }
+
+    describe('sessions', () => {
+      test('create, then get answers the user and the expiry; an unknown id answers null', async () => {
+        await user('alice');
+        await session('s1', 'alice');
+        assert.deepEqual(await stores.sessions.get(idOf('s1'), now), {
+          username: 'alice',
+          expiresAt: now + DAY,
+        });
+        assert.equal(await stores.sessions.get(idOf('nope'), now), null);
+      });
+
+      test('expiry is absolute: alive until expires_at, gone from that instant on', async () => {
+        await user('alice');
+        await session('s1', 'alice', 60_000);
+        const expiresAt = now + 60_000;
+        assert.equal((await stores.sessions.get(idOf('s1'), expiresAt - 1))?.username, 'alice');
+        assert.equal(await stores.sessions.get(idOf('s1'), expiresAt), null);
+        assert.equal(await stores.sessions.get(idOf('s1'), expiresAt + DAY), null);
+        assert.equal(await stores.sessions.countUser('alice', expiresAt - 1), 1);
+        assert.equal(await stores.sessions.countUser('alice', expiresAt), 0);
+      });
+
+      test('delete answers true once, and the session is gone', async () => {
+        await user('alice');
+        await session('s1', 'alice');
+        assert.equal(await stores.sessions.delete(idOf('s1')), true);
+        assert.equal(await stores.sessions.delete(idOf('s1')), false);
+        assert.equal(await stores.sessions.get(idOf('s1'), now), null);
+        assert.equal(await stores.sessions.countUser('alice', now), 0);
+        assert.equal(await stores.sessions.countActive(now), 0);
+      });
+
+      test('revokeUser deletes every session of that user at once, and nobody else’s', async () => {
+        await user('alice');
+        await user('bob');
+        for (const label of ['a1', 'a2', 'a3']) await session(label, 'alice');
+        await session('b1', 'bob');
+        assert.equal(await stores.sessions.countUser('alice', now), 3);
+        assert.equal(await stores.sessions.revokeUser('alice'), 3);
+        assert.equal(await stores.sessions.revokeUser('alice'), 0);
+        for (const label of ['a1', 'a2', 'a3'])
+          assert.equal(await stores.sessions.get(idOf(label), now), null);
+        assert.equal(await stores.sessions.countUser('alice', now), 0);
+        assert.equal((await stores.sessions.get(idOf('b1'), now))?.username, 'bob');
+        assert.equal(await stores.sessions.countActive(now), 1);
+      });
+
+      test('countUser and countActive count live sessions only', async () => {
+        await user('alice');
+        await user('bob');
+        await session('a-short', 'alice', 1000);
+        await session('a-long', 'alice');
+        await session('b-long', 'bob');
+        assert.equal(await stores.sessions.countUser('alice', now), 2);
+        assert.equal(await stores.sessions.countUser('alice', now + 1000), 1);
+        assert.equal(await stores.sessions.countUser('carol', now), 0);
+        assert.equal(await stores.sessions.countActive(now), 3);
+        assert.equal(await stores.sessions.countActive(now + 1000), 2);
+      });
+
+      test('purgeExpired deletes exactly the sessions expired at now', async () => {
+        await user('alice');
+        await user('bob');
+        await session('a-short', 'alice', 1000);
+        await session('b-short', 'bob', 2000);
+        await session('a-long', 'alice');
+        assert.equal(await stores.sessions.purgeExpired(now + 2000), 2);
+        assert.equal(await stores.sessions.purgeExpired(now + 2000), 0);
+        assert.equal(await stores.sessions.get(idOf('a-short'), now), null, 'purged sessions are gone');
+        assert.equal((await stores.sessions.get(idOf('a-long'), now + 2000))?.username, 'alice');
+        assert.equal(await stores.sessions.countActive(now), 1);
+        assert.equal(await stores.sessions.countUser('alice', now), 1);
+      });
+
+      test('50 parallel logins and logouts leave exactly the expected sessions', async () => {
+        const users = ['u0', 'u1', 'u2', 'u3', 'u4'];
+        for (const name of users) await user(name);
+        const first = Array.from({ length: 50 }, (_, i) => ({
+          label: `first-${i}`,
+          username: users[i % 5]!,
+        }));
+        await Promise.all(first.map((s) => session(s.label, s.username)));
+        // Logouts of the even half race 50 new logins (not of u4) and a revoke of u4.
+        const second = Array.from({ length: 50 }, (_, i) => ({
+          label: `second-${i}`,
+          username: users[i % 4]!,
+        }));
+        const loggedOut = first.filter((s, i) => i % 2 === 0 && s.username !== 'u4');
+        const [deleted, , revoked] = await Promise.all([
+          Promise.all(loggedOut.map((s) => stores.sessions.delete(idOf(s.label)))),
+          Promise.all(second.map((s) => session(s.label, s.username))),
+          stores.sessions.revokeUser('u4'),
+        ]);
+        assert.ok(deleted.every((result) => result === true));
+        assert.equal(revoked, 10);
+        const live = [...first.filter((s, i) => i % 2 === 1 && s.username !== 'u4'), ...second];
+        for (const s of first.filter((s) => !live.includes(s))) {
+          assert.equal(await stores.sessions.get(idOf(s.label), now), null, s.label);
+        }
+        for (const s of live)
+          assert.equal((await stores.sessions.get(idOf(s.label), now))?.username, s.username);
+        assert.equal(await stores.sessions.countActive(now), live.length);
+        for (const name of users) {
+          assert.equal(
+            await stores.sessions.countUser(name, now),
+            live.filter((s) => s.username === name).length,
+            name,
+          );
+        }
+        // The same id deleted 20 times at once is deleted exactly once.
+        const racing = await Promise.all(
+          Array.from({ length: 20 }, () => stores.sessions.delete(idOf('second-0'))),
+        );
+        assert.equal(racing.filter(Boolean).length, 1);
+      });
+
+      test('only the SHA-256 of a session id is stored, never the id', async () => {
+        await user('alice');
+        const id = 'abcdefghijklmnopqrstuvwxyz012345';
+        const hash = createHash('sha256').update(id).digest();
+        await stores.sessions.create({
+          idHash: hash,
+          username: 'alice',
+          createdAt: now,
+          expiresAt: now + DAY,
+        });
+        const dump = await backend.dump(stores);
+        assert.ok(dump.includes(hash.toString('hex')), 'the hash is the key');
+        assert.ok(!dump.includes(id), 'the raw id is nowhere');
+      });
+    });
+
+    describe('throttle counters', () => {
+      test('distinct failures count one each, also 50 in parallel', async () => {
+        await Promise.all(
+          Array.from({ length: 50 }, (_, i) =>
+            stores.throttle.recordFailure(['u:alice', 'ip:192.0.2.1'], `fp-${i}`, now, WINDOW),
+          ),
+        );
+        assert.deepEqual(await stores.throttle.status('u:alice', 100, now, WINDOW), {
+          count: 50,
+          retryAfterMs: 0,
+        });
+        assert.deepEqual(await stores.throttle.status('ip:192.0.2.1', 100, now, WINDOW), {
+          count: 50,
+          retryAfterMs: 0,
+        });
+        assert.deepEqual(await stores.throttle.status('u:bob', 100, now, WINDOW), {
+          count: 0,
+          retryAfterMs: 0,
+        });
+      });
+
+      test('the same fingerprint counts once, also 50 times in parallel, and keeps its latest time', async () => {
+        await Promise.all(
+          Array.from({ length: 50 }, (_, i) =>
+            stores.throttle.recordFailure(['u:alice'], 'same', now - i, WINDOW),
+          ),
+        );
+        assert.equal((await stores.throttle.status('u:alice', 100, now, WINDOW)).count, 1);
+        // An older time does not replace a newer one (max): it would have left the window earlier.
+        await stores.throttle.recordFailure(['u:alice'], 'same', now - WINDOW / 2, WINDOW);
+        assert.equal((await stores.throttle.status('u:alice', 100, now + WINDOW - 1, WINDOW)).count, 1);
+        assert.equal((await stores.throttle.status('u:alice', 100, now + WINDOW, WINDOW)).count, 0);
+      });
+
+      test('the window: a failure counts while younger than the window', async () => {
+        await stores.throttle.recordFailure(['k'], 'a', now, WINDOW);
+        assert.equal((await stores.throttle.status('k', 5, now + WINDOW - 1, WINDOW)).count, 1);
+        assert.equal((await stores.throttle.status('k', 5, now + WINDOW, WINDOW)).count, 0);
+      });
+
+      test('status stops counting at the limit; retryAfter is when the limit-th latest failure leaves', async () => {
+        for (let i = 0; i < 5; i++)
+          await stores.throttle.recordFailure(['k'], `fp-${i}`, now + i * 1000, WINDOW);
+        const at = now + 4000;
+        // The 3 latest are at +4000, +3000, +2000: the lock lifts when +2000 leaves the window.
+        assert.deepEqual(await stores.throttle.status('k', 3, at, WINDOW), {
+          count: 3,
+          retryAfterMs: now + 2000 + WINDOW - at,
+        });
+        assert.deepEqual(await stores.throttle.status('k', 6, at, WINDOW), { count: 5, retryAfterMs: 0 });
+      });
+
+      test('clear empties one key only', async () => {
+        await stores.throttle.recordFailure(['u:alice', 'ip:192.0.2.1'], 'fp', now, WINDOW);
+        await stores.throttle.clear('u:alice');
+        assert.equal((await stores.throttle.status('u:alice', 5, now, WINDOW)).count, 0);
+        assert.equal((await stores.throttle.status('ip:192.0.2.1', 5, now, WINDOW)).count, 1);
+      });
+
+      test('keys are opaque: NUL, % and IPv6 zones stay distinct', async () => {
+        const keys = ['u:a\u0000b', 'u:a%00b', 'u:a%2500b', 'ip:fe80::1%eth0', 'u:ü'];
+        for (const [i, key] of keys.entries()) {
+          for (let n = 0; n <= i; n++) await stores.throttle.recordFailure([key], `fp-${n}`, now, WINDOW);
+        }
+        for (const [i, key] of keys.entries()) {
+          assert.equal(
+            (await stores.throttle.status(key, 10, now, WINDOW)).count,
+            i + 1,
+            JSON.stringify(key),
+          );
+        }
+      });
+
+      test('known clients are remembered until their expiry, per user and address', async () => {
+        await stores.throttle.rememberClient('alice', '192.0.2.1', now, 60_000);
+        assert.equal(await stores.throttle.isKnownClient('alice', '192.0.2.1', now + 59_999), true);
+        assert.equal(await stores.throttle.isKnownClient('alice', '192.0.2.1', now + 60_000), false);
+        assert.equal(await stores.throttle.isKnownClient('alice', '192.0.2.2', now), false);
+        assert.equal(await stores.throttle.isKnownClient('bob', '192.0.2.1', now), false);
+        // Remembering again moves the expiry.
+        await stores.throttle.rememberClient('alice', '192.0.2.1', now + 30_000, 60_000);
+        assert.equal(await stores.throttle.isKnownClient('alice', '192.0.2.1', now + 89_999), true);
+      });
+
+      test('purgeExpired keeps what still counts', async () => {
+        await stores.throttle.recordFailure(['k'], 'old', now - WINDOW, WINDOW);
+        await stores.throttle.recordFailure(['k'], 'new', now, WINDOW);
+        await stores.throttle.rememberClient('alice', '192.0.2.1', now, 60_000);
+        await stores.throttle.purgeExpired(now, WINDOW);
+        assert.equal((await stores.throttle.status('k', 5, now, WINDOW)).count, 1);
+        assert.equal(await stores.throttle.isKnownClient('alice', '192.0.2.1', now), true);
+      });
+
+      test('a password is never stored, only the fingerprint it is given', async () => {
+        await stores.throttle.recordFailure(['u:alice'], 'fingerprint-of-guess', now, WINDOW);
+        const dump = await backend.dump(stores);
+        assert.ok(dump.includes('fingerprint-of-guess'));
+        assert.ok(dump.includes('u:alice'));
+      });
+    });
+
+    describe('users, groups and the secret key', () => {
+      test('recordLogin: created when allowed, unknown when not, refused when disabled', async () => {
+        assert.equal(await stores.users.recordLogin('newbie', now, false), 'unknown');
+        assert.equal(await stores.users.get('newbie'), null);
+        assert.equal(await stores.users.recordLogin('newbie', now, true), 'ok');
+        assert.deepEqual(await stores.users.get('newbie'), {
+          username: 'newbie',
+          active: true,
+          createdAt: now,
+          lastLoginAt: now,
+        });
+        assert.equal(await stores.users.recordLogin('newbie', now + 5, false), 'ok');
+        assert.equal((await stores.users.get('newbie'))?.lastLoginAt, now + 5);
+        assert.equal(await stores.users.setActive('newbie', false), true);
+        assert.equal(await stores.users.recordLogin('newbie', now + 9, true), 'disabled');
+        assert.equal(
+          (await stores.users.get('newbie'))?.lastLoginAt,
+          now + 5,
+          'a refused login is not recorded',
+        );
+        assert.equal(await stores.users.setActive('ghost', false), false);
+      });
+
+      test('users are listed in code-point order', async () => {
+        for (const name of ['émile', 'alice', 'Zed', '_x', 'bob']) await user(name);
+        assert.deepEqual(
+          (await stores.users.list()).map((u) => u.username),
+          ['Zed', '_x', 'alice', 'bob', 'émile'],
+        );
+      });
+
+      test('disableUser revokes the sessions wherever they live', async () => {
+        await user('alice');
+        await session('a1', 'alice');
+        await session('a2', 'alice');
+        assert.deepEqual(await disableUser(stores, 'alice'), { revoked: 2 });
+        assert.equal(await stores.sessions.countUser('alice', now), 0);
+        assert.equal((await stores.users.get('alice'))?.active, false);
+      });
+
+      test('listForMember and detail: members and administrators, by id; member_status of anyone', async () => {
+        for (const g of [
+          group(9, 'Nine'),
+          group(2, 'Two'),
+          group(5, 'Five', { type: 1 }),
+          group(7, 'Seven'),
+        ]) {
+          await stores.groups.upsertGroup(g);
+        }
+        await stores.groups.setMembership({ group: 9, username: 'alice', status: 2 });
+        await stores.groups.setMembership({ group: 2, username: 'alice', status: 1 });
+        await stores.groups.setMembership({ group: 5, username: 'alice', status: 0 });
+        assert.deepEqual(
+          (await stores.groups.listForMember('alice')).map((g) => g.id),
+          [2, 9],
+        );
+        assert.deepEqual(await stores.groups.detail(5, 'alice'), {
+          ...group(5, 'Five', { type: 1 }),
+          member_status: 0,
+        });
+        assert.deepEqual(await stores.groups.detail(7, 'alice'), { ...group(7, 'Seven'), member_status: -1 });
+        assert.equal(await stores.groups.detail(8, 'alice'), null);
+        assert.equal(await stores.groups.removeMembership(9, 'alice'), true);
+        assert.equal(await stores.groups.removeMembership(9, 'alice'), false);
+        assert.equal(await stores.groups.removeGroup(2), true);
+        assert.deepEqual(await stores.groups.listForMember('alice'), [], 'memberships go with their group');
+      });
+
+      test('conflicts are reported as such; limits are enforced by the database too', async () => {
+        await stores.groups.upsertGroup(group(1, 'Chess'));
+        await assert.rejects(stores.groups.upsertGroup(group(2, 'Chess')), (err: unknown) => {
+          assert.ok(err instanceof ImportConflictError);
+          assert.deepEqual(err.problems, [
+            { path: 'name', reason: '"Chess" is already the name of another group' },
+          ]);
+          return true;
+        });
+        await assert.rejects(
+          stores.groups.setMembership({ group: 3, username: 'alice', status: 1 }),
+          (err: unknown) => err instanceof ImportConflictError && err.problems[0]?.path === 'group',
+        );
+        assert.equal(await stores.users.get('alice'), null, 'a refused membership creates no user');
+        // Past the validation, the database refuses too, and that is not an outage.
+        for (const bad of [group(3, 'x'.repeat(201)), group(4, ''), group(5, 'ok', { type: 2 as 0 })]) {
+          await assert.rejects(
+            stores.groups.upsertGroup(bad),
+            (err: unknown) =>
+              !(err instanceof StoreUnavailableError) && !(err instanceof ImportConflictError),
+          );
+        }
+        assert.deepEqual(
+          (await stores.groups.list()).map((g) => g.id),
+          [1],
+        );
+      });
+
+      test('the secret key is 32 bytes and the same across opens of the same database', async () => {
+        const key = await stores.secretKey();
+        assert.equal(key.length, 32);
+        const again = await backend.open();
+        try {
+          assert.deepEqual(await again.secretKey(), key);
+        } finally {
+          await again.close();
+        }
+        assert.deepEqual(await stores.secretKey(), key);
+      });
+
+      test('ping answers while the stores are up', async () => {
+        await stores.ping();
+      });
+    });
+
+    describe('import and export', () => {
+      const FILE = {
+        groups: [
+          {
+            id: 1,
+            name: 'Chess Club',
+            description: 'Games.',
+            short_description: 'Moves.',
+            activities: 'Tue.',
+            type: 0,
+          },
+          {
+            id: 2,
+            name: 'Biology 2B',
+            description: 'Cells.',
+            short_description: '',
+            activities: '',
+            type: 1,
+          },
+        ],
+        users: [
+          { username: 'dave', active: false },
+          { username: 'erin', active: true },
+        ],
+        memberships: [
+          { group: 2, username: 'alice', status: 2 },
+          { group: 1, username: 'alice', status: 1 },
+          { group: 1, username: 'dave', status: 0 },
+        ],
+      };
+
+      test('a round trip: import, export, import the export elsewhere, export again', async () => {
+        assert.deepEqual(await applyImport(stores, FILE, 'lower'), {
+          ok: true,
+          counts: { groups: 2, users: 2, memberships: 3 },
+        });
+        const exported = await stores.groups.exportData();
+        assert.deepEqual(exported, {
+          groups: FILE.groups,
+          users: [
+            { username: 'alice', active: true },
+            { username: 'dave', active: false },
+            { username: 'erin', active: true },
+          ],
+          memberships: [
+            { group: 1, username: 'alice', status: 1 },
+            { group: 1, username: 'dave', status: 0 },
+            { group: 2, username: 'alice', status: 2 },
+          ],
+        });
+        assert.deepEqual(await applyImport(stores, FILE, 'lower'), {
+          ok: true,
+          counts: { groups: 2, users: 2, memberships: 3 },
+        });
+        assert.deepEqual(await stores.groups.exportData(), exported, 'idempotent');
+        await backend.reset(stores);
+        assert.equal((await applyImport(stores, exported, 'lower')).ok, true);
+        assert.deepEqual(await stores.groups.exportData(), exported);
+      });
+
+      test('a file that swaps two names is applied', async () => {
+        await applyImport(stores, FILE, 'lower');
+        const swapped = {
+          groups: [
+            { ...FILE.groups[0]!, name: 'Biology 2B' },
+            { ...FILE.groups[1]!, name: 'Chess Club' },
+          ],
+        };
+        assert.equal((await applyImport(stores, swapped, 'lower')).ok, true);
+        assert.deepEqual(
+          (await stores.groups.list()).map((g) => [g.id, g.name]),
+          [
+            [1, 'Biology 2B'],
+            [2, 'Chess Club'],
+          ],
+        );
+      });
+
+      test('conflicts are named by path, and nothing changes', async () => {
+        await applyImport(stores, FILE, 'lower');
+        await stores.groups.upsertGroup(group(3, 'Taken'));
+        const before = await stores.groups.exportData();
+        const outcome = await applyImport(
+          stores,
+          {
+            groups: [
+              { id: 1, name: 'Renamed' },
+              { id: 4, name: 'Taken' },
+              { id: 2, name: 'Chess Club' },
+            ],
+            users: [{ username: 'frank', active: false }],
+            memberships: [
+              { group: 1, username: 'zoe', status: 1 },
+              { group: 99, username: 'zoe', status: 1 },
+              { group: 4, username: 'zoe', status: 1 },
+            ],
+          },
+          'lower',
+        );
+        assert.deepEqual(outcome, {
+          ok: false,
+          problems: [
+            { path: 'groups[1].name', reason: '"Taken" is already the name of another group' },
+            { path: 'memberships[1].group', reason: 'no group with id 99' },
+            { path: 'memberships[2].group', reason: 'no group with id 4' },
+          ],
+        });
+        assert.deepEqual(await stores.groups.exportData(), before);
+      });
+
+      test('a user disabled by an import loses every session, wherever sessions live', async () => {
+        await user('dave');
+        await user('erin');
+        await session('d1', 'dave');
+        await session('d2', 'dave');
+        await session('e1', 'erin');
+        assert.equal((await applyImport(stores, FILE, 'lower')).ok, true);
+        assert.equal(await stores.sessions.countUser('dave', now), 0);
+        assert.equal(await stores.sessions.get(idOf('d1'), now), null);
+        assert.equal((await stores.sessions.get(idOf('e1'), now))?.username, 'erin');
+      });
+
+      test('a refused import revokes nothing', async () => {
+        await user('dave');
+        await session('d1', 'dave');
+        const outcome = await applyImport(
+          stores,
+          {
+            users: [{ username: 'dave', active: false }],
+            memberships: [{ group: 5, username: 'dave', status: 1 }],
+          },
+          'lower',
+        );
+        assert.equal(outcome.ok, false);
+        assert.equal((await stores.sessions.get(idOf('d1'), now))?.username, 'dave');
+        assert.equal((await stores.users.get('dave'))?.active, true);
+      });
+    });
+  });
+}
