@@ -1,17 +1,22 @@
 // Wiring: one Fastify instance with the wire rules, the API endpoints and the operational routes.
 import formbody from '@fastify/formbody';
+import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { LoginDeps } from './auth.ts';
 import type { Config } from './config.ts';
-import type { Authenticator } from './imap.ts';
+import { type Authenticator, imapSettings, imapTlsOptions } from './imap.ts';
+import { cachedProbe, probeImap } from './imap-probe.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
 import { authEndpoints } from './routes/auth.ts';
 import { groupEndpoints } from './routes/groups.ts';
+import { registerOps } from './routes/ops.ts';
+import { OPENAPI_INFO, SCHEMAS } from './schemas.ts';
 import { Sessions } from './sessions.ts';
 import type { Stores } from './store/types.ts';
 import { LoginThrottle } from './throttle.ts';
 import { registerWebClient } from './web.ts';
-import { clientErrorHandler, frameworkErrorsHandler, installWire, requestId } from './wire.ts';
+import { clientErrorHandler, frameworkErrorsHandler, installWire, requestId, sendJson } from './wire.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -22,12 +27,28 @@ export interface AppDeps {
   readonly logger: Logger;
   /** Injectable clock (tests move time to expire sessions and throttle windows). */
   readonly now?: () => number;
+  /** Shared with the IMAP authenticator's timing; made here when absent. */
+  readonly metrics?: Metrics;
 }
 
 export interface App {
   readonly fastify: FastifyInstance;
   readonly sessions: Sessions;
   readonly throttle: LoginThrottle;
+  readonly metrics: Metrics;
+}
+
+/** How long a readiness answer about the IMAP server is reused (contract §6: probes cannot hammer it). */
+export const READY_PROBE_TTL_MS = 5000;
+
+/** Paths that go into /api/schema: the API and the health probes, not the web client's files. */
+function isPublished(url: string): boolean {
+  return url.startsWith('/api/') || url === '/healthz' || url === '/readyz';
+}
+
+/** The route as a metric label: the pattern without its regex, or `unmatched` for 404s. */
+function routeLabel(url: string | undefined): string {
+  return url === undefined ? 'unmatched' : url.replace(/\(\^[^)]*\)/g, '');
 }
 
 function trustHops(hops: number): (address: string, hop: number) => boolean {
@@ -48,14 +69,39 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     frameworkErrors: frameworkErrorsHandler(config.trustedOrigins),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     clientErrorHandler,
-    // Deliberate server timeouts (slowloris): headers within 10 s, a whole request within 30 s.
-    requestTimeout: 30_000,
-    keepAliveTimeout: 72_000,
+    // Deliberate server timeouts (slowloris): headers within HEADERS_TIMEOUT_MS, a whole request
+    // within REQUEST_TIMEOUT_MS, idle keep-alive beyond a typical load balancer's 60 s. Node checks
+    // them on an interval, set here so a slow client is cut within a second of its deadline.
+    http: {
+      headersTimeout: config.http.headersTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, config.http.headersTimeoutMs),
+    },
+    requestTimeout: config.http.requestTimeoutMs,
+    keepAliveTimeout: config.http.keepAliveTimeoutMs,
     connectionTimeout: 0,
     return503OnClosing: true,
+    // Schemas describe; they must not rewrite a request (null → "" would hide "may not be null").
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false } },
   });
-  fastify.server.headersTimeout = 10_000;
 
+  const metrics = deps.metrics ?? createMetrics();
+  fastify.addHook('onResponse', (request, reply, done) => {
+    metrics.observeRequest(
+      request.method,
+      routeLabel(request.routeOptions.url),
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
+    done();
+  });
+  // Registered before any route, so it sees every route schema; only the API and probes are published.
+  await fastify.register(swagger, {
+    openapi: OPENAPI_INFO,
+    transform: ({ schema, url }) => ({
+      schema: isPublished(url) ? schema : ({ ...schema, hide: true } as typeof schema),
+      url,
+    }),
+  });
   const register = installWire(fastify, { trustedOrigins: config.trustedOrigins });
   await fastify.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
 
@@ -69,11 +115,25 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     authenticator,
     allowNewUsers: config.allowNewUsers,
   };
-  for (const endpoint of authEndpoints({ config, sessions, login: loginDeps })) register(endpoint);
+  for (const endpoint of authEndpoints({ config, sessions, login: loginDeps, metrics })) register(endpoint);
   for (const endpoint of groupEndpoints({ sessions, groups: stores.groups })) register(endpoint);
+  register({
+    path: '/api/schema',
+    matches: /^\/api\/schema\/?$/,
+    name: 'Schema',
+    handlers: { GET: (_request, reply) => sendJson(reply, 200, JSON.stringify(fastify.swagger())) },
+    schemas: { GET: SCHEMAS.schema },
+  });
   registerWebClient(fastify);
 
-  fastify.get('/healthz', (_request, reply) => reply.type('application/json').send('{"status":"ok"}'));
+  const imap = config.imap.host === null ? null : imapSettings(config);
+  const imapProbe =
+    imap === null ? null : cachedProbe(() => probeImap(imap, imapTlsOptions(imap)), READY_PROBE_TTL_MS);
+  registerOps(fastify, { stores, imapProbe, metrics: config.metricsPort === null ? metrics : null });
+  metrics.setSources({
+    imap: () => authenticator.stats(),
+    activeSessions: () => stores.sessions.countActive(now()),
+  });
 
-  return { fastify, sessions, throttle };
+  return { fastify, sessions, throttle, metrics };
 }

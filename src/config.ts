@@ -15,6 +15,8 @@ export interface Config {
   readonly databaseUrl: string;
   /** `null`: sessions and throttle counters live in the database. */
   readonly sessionStore: string | null;
+  /** Prefix of every Redis key (several services, or several clubhouses, may share one Redis). */
+  readonly redisKeyPrefix: string;
   /** How long a SQLite statement waits for another process's write lock before answering 503. */
   readonly sqliteBusyTimeoutMs: number;
   readonly imap: {
@@ -44,6 +46,12 @@ export interface Config {
   readonly secretKey: string | null;
   readonly metricsPort: number | null;
   readonly shutdownGraceMs: number;
+  /** Server timeouts against slow clients (slowloris): headers, whole request, idle keep-alive. */
+  readonly http: {
+    readonly headersTimeoutMs: number;
+    readonly requestTimeoutMs: number;
+    readonly keepAliveTimeoutMs: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -139,6 +147,7 @@ export function loadConfig(env: Env): Config {
     workers: integer('WORKERS', 1, 1, 64),
     databaseUrl,
     sessionStore,
+    redisKeyPrefix: read('REDIS_KEY_PREFIX') ?? 'clubhouse:',
     sqliteBusyTimeoutMs: integer('SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 60_000),
     imap: {
       host: imapHost,
@@ -165,7 +174,18 @@ export function loadConfig(env: Env): Config {
     secretKey: read('SECRET_KEY') ?? null,
     metricsPort,
     shutdownGraceMs: integer('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    http: {
+      headersTimeoutMs: integer('HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
+      requestTimeoutMs: integer('REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
+      keepAliveTimeoutMs: integer('KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 600_000),
+    },
   };
+  if (config.http.headersTimeoutMs > config.http.requestTimeoutMs) {
+    throw new ConfigError(
+      'HEADERS_TIMEOUT_MS',
+      'must not exceed REQUEST_TIMEOUT_MS (the headers are part of the request)',
+    );
+  }
   if (config.secretKey !== null && config.secretKey.length < 32) {
     throw new ConfigError('SECRET_KEY', 'expected at least 32 characters');
   }

@@ -4,7 +4,7 @@
 // STARTTLS and LOGOUT.
 import { connect as netConnect, type Socket } from 'node:net';
 import { type TLSSocket, connect as tlsConnect } from 'node:tls';
-import { classifyImapError, type ImapSettings, type imapTlsOptions } from './imap.ts';
+import { classifyImapError, type ImapSettings, type ImapTlsOptions } from './imap.ts';
 
 export type ProbeResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
@@ -92,10 +92,7 @@ function capabilities(lines: string[]): Set<string> {
 }
 
 /** Probes the IMAP server once within `settings.timeoutMs`; the connection is always closed. */
-export async function probeImap(
-  settings: ImapSettings,
-  tls: ReturnType<typeof imapTlsOptions>,
-): Promise<ProbeResult> {
+export async function probeImap(settings: ImapSettings, tls: ImapTlsOptions): Promise<ProbeResult> {
   let socket: Socket | TLSSocket | null = null;
   let timer: NodeJS.Timeout | undefined;
   const reader = new LineReader();

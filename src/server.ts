@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createImapAuthenticator, imapSettings } from './imap.ts';
+import { createMetrics, serveMetrics } from './metrics.ts';
 import { openStores } from './store/open.ts';
 
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
@@ -11,15 +12,33 @@ const PURGE_INTERVAL_MS = 10 * 60 * 1000;
 export interface RunningServer {
   /** e.g. http://127.0.0.1:8000 */
   readonly url: string;
+  /** The metrics listener on METRICS_PORT, when configured. */
+  readonly metricsUrl: string | null;
   /** Stops accepting, lets in-flight requests finish, then closes the stores. */
   close(): Promise<void>;
 }
 
-/** Starts serving `config` until `close()`. */
-export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
-  const stores = await openStores(config);
-  const authenticator = createImapAuthenticator(imapSettings(config));
-  const { fastify, sessions, throttle } = await buildApp({ config, stores, authenticator, logger });
+/** Starts serving `config` until `close()`; `options.migrate: false` in a cluster's workers. */
+export async function startServer(
+  config: Config,
+  logger: Logger,
+  options: { readonly migrate?: boolean } = {},
+): Promise<RunningServer> {
+  const stores = await openStores(config, {
+    migrate: options.migrate,
+    // The stores reconnect by themselves; a broken idle connection is only worth a warning.
+    onError: (store, err) => logger.warn({ store, err }, 'store connection error'),
+  });
+  const metrics = createMetrics();
+  const authenticator = createImapAuthenticator(
+    imapSettings(config),
+    undefined,
+    undefined,
+    (result, seconds) => metrics.observeImap(result, seconds),
+  );
+  const { fastify, sessions, throttle } = await buildApp({ config, stores, authenticator, logger, metrics });
+  const metricsServer =
+    config.metricsPort === null ? null : await serveMetrics(metrics, config.host, config.metricsPort);
   const purge = setInterval(() => {
     Promise.all([sessions.store.purgeExpired(sessions.now()), throttle.purge()]).catch((err: unknown) =>
       logger.warn({ err }, 'purge of expired sessions failed'),
@@ -30,6 +49,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     await fastify.listen({ host: config.host, port: config.port });
   } catch (err) {
     clearInterval(purge);
+    await metricsServer?.close();
     await stores.close();
     throw err;
   }
@@ -38,9 +58,11 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   return {
     url: `http://${host}:${port}`,
+    metricsUrl: metricsServer?.url ?? null,
     async close() {
       clearInterval(purge);
       await fastify.close();
+      await metricsServer?.close();
       await stores.close();
     },
   };

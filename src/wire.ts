@@ -8,6 +8,7 @@ import type {
   FastifyInstance,
   FastifyReply,
   FastifyRequest,
+  FastifySchema,
   RouteHandlerMethod,
 } from 'fastify';
 import secureJsonParse from 'secure-json-parse';
@@ -64,6 +65,8 @@ export interface Endpoint {
   /** Name in the OPTIONS body. */
   readonly name: string;
   readonly handlers: Partial<Record<ApiMethod, RouteHandlerMethod>>;
+  /** Route schemas: they shape the responses and are what /api/schema publishes. */
+  readonly schemas?: Partial<Record<ApiMethod, FastifySchema>>;
   /** Runs before the body is read (CSRF), for unsafe methods. */
   readonly beforeBody?: (request: FastifyRequest) => void;
 }
@@ -167,12 +170,22 @@ export function installWire(app: FastifyInstance, options: WireOptions): (endpoi
       done();
     };
     for (const [method, handler] of Object.entries(endpoint.handlers) as [ApiMethod, RouteHandlerMethod][]) {
-      app.route({ method, url: endpoint.path, onRequest, handler });
+      // attachValidation: input is checked by the handlers, which answer in the contract's own shapes
+      // (DRF field errors, 404 for a bad id) rather than Fastify's.
+      app.route({
+        method,
+        url: endpoint.path,
+        onRequest,
+        handler,
+        schema: endpoint.schemas?.[method],
+        attachValidation: true,
+      });
     }
     const optionsBody = JSON.stringify({ name: endpoint.name, methods: allowList });
     app.route({
       method: 'OPTIONS',
       url: endpoint.path,
+      schema: { hide: true } as FastifySchema,
       onRequest,
       handler: (request, reply) => {
         if (

@@ -16,8 +16,9 @@ import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helper
 
 const BIN = fileURLToPath(new URL('../bin/clubhouse.js', import.meta.url));
 
-// Every command of contract §6.
+// Every command of contract §6, and `config check` (issue 5).
 const COMMAND_NAMES = [
+  'config check',
   'migrate',
   'import',
   'export',
@@ -147,7 +148,7 @@ describe('clubhouse in-process (runCli)', () => {
       assert.equal(run.code, 2, argv.join(' '));
       assert.deepEqual(run.out, []);
       assert.match(run.err[0] ?? '', /^clubhouse: unknown command "/, argv.join(' '));
-      assert.match(run.err[0] ?? '', /Commands:\n {2}migrate/, 'the general usage is shown');
+      assert.match(run.err[0] ?? '', /Commands:\n {2}config check/, 'the general usage is shown');
     }
     const cases: string[][] = [
       ['import'],
@@ -362,7 +363,7 @@ describe('clubhouse against the database the server has open', () => {
     t = await startTestApp({ authenticator: fakeAuthenticator({ alice: 'pw', bob: 'pw', erin: 'pw' }) });
     env = { DATABASE_URL: t.config.databaseUrl };
     db = (t.stores as unknown as { db: DatabaseSync }).db;
-    assert.deepEqual(await applyImport(t.stores.groups, FIXTURE, t.config.usernameCase), {
+    assert.deepEqual(await applyImport(t.stores, FIXTURE, t.config.usernameCase), {
       ok: true,
       counts: { groups: 2, users: 1, memberships: 2 },
     });

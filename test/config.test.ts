@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { runCli } from '../src/cli/main.ts';
 import { ConfigError, environmentWithDotenv, loadConfig } from '../src/config.ts';
 
 describe('loadConfig', () => {
@@ -134,5 +135,57 @@ describe('npm start with a bad setting', () => {
     });
     assert.equal(result.status, 2);
     assert.match(result.stderr, /^clubhouse: invalid setting IMAP_HOST: required/);
+  });
+});
+
+describe('clubhouse config check', () => {
+  const run = async (env: Record<string, string>) => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await runCli(['config', 'check', '--json'], env, {
+      out: (t) => out.push(t),
+      err: (t) => err.push(t),
+    });
+    return { code, out: out.join('\n'), err: err.join('\n') };
+  };
+
+  test('prints the effective settings with secrets masked', async () => {
+    const { code, out } = await run({
+      DATABASE_URL: 'postgres://clubhouse:hunter2@db.internal/clubhouse',
+      SESSION_STORE: 'redis://:redispass@cache.internal:6379',
+      SECRET_KEY: 'k'.repeat(40),
+      IMAP_HOST: 'mail.example.org',
+    });
+    assert.equal(code, 0);
+    const report = JSON.parse(out);
+    assert.equal(report.settings.DATABASE_URL, 'postgres://clubhouse:***@db.internal/clubhouse');
+    assert.equal(report.settings.SESSION_STORE, 'redis://:***@cache.internal:6379');
+    assert.equal(report.settings.SECRET_KEY, '***');
+    assert.equal(report.settings.IMAP_HOST, 'mail.example.org');
+    for (const secret of ['hunter2', 'redispass', 'kkkkkkkk']) assert.ok(!out.includes(secret));
+    assert.deepEqual(report.warnings, []);
+  });
+
+  test('warns about plaintext IMAP, cookies that are not Secure, and a public /metrics', async () => {
+    const { code, out } = await run({
+      HOST: '0.0.0.0',
+      IMAP_HOST: 'mail.example.org',
+      IMAP_SECURITY: 'plain',
+      IMAP_ALLOW_PLAINTEXT: 'true',
+      TRUST_PROXY: '1',
+      TRUSTED_ORIGINS: 'http://intranet.example',
+    });
+    assert.equal(code, 0);
+    const { warnings } = JSON.parse(out) as { warnings: string[] };
+    assert.ok(warnings.some((w) => w.startsWith('IMAP_SECURITY=plain')));
+    assert.ok(warnings.some((w) => w.startsWith('COOKIE_SECURE=false behind a proxy')));
+    assert.ok(warnings.some((w) => w.includes('http://intranet.example')));
+    assert.ok(warnings.some((w) => w.includes('METRICS_PORT')));
+  });
+
+  test('an invalid setting exits 2 naming it', async () => {
+    const { code, err } = await run({ IMAP_TIMEOUT_MS: 'soon' });
+    assert.equal(code, 2);
+    assert.match(err, /IMAP_TIMEOUT_MS/);
   });
 });

@@ -1,6 +1,7 @@
 // The admin commands of contract §6. Each parses its own arguments and talks to the stores only.
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config.ts';
+import { configReport } from '../config-report.ts';
 import { applyImport, checkGroup, checkUsername, ImportConflictError, isGroupId } from '../import.ts';
 import { migrateStores } from '../store/open.ts';
 import type { Group, Stores } from '../store/types.ts';
@@ -95,6 +96,28 @@ const STATUS_WORDS: Record<string, 0 | 1 | 2> = {
 
 export const COMMANDS: readonly Command[] = [
   {
+    name: 'config check',
+    usage: 'config check',
+    summary: 'Print the effective settings (secrets masked) and warnings; exit 2 when a setting is invalid.',
+    positionals: 0,
+    async run(context) {
+      const { settings, warnings } = configReport(context.config);
+      if (context.json) {
+        context.out(JSON.stringify({ settings, warnings }));
+        return;
+      }
+      const width = Math.max(...Object.keys(settings).map((name) => name.length));
+      const lines = Object.entries(settings).map(([name, value]) => `${name.padEnd(width)}  ${value}`);
+      context.out(
+        [
+          ...lines,
+          '',
+          ...(warnings.length === 0 ? ['No warnings.'] : warnings.map((w) => `warning: ${w}`)),
+        ].join('\n'),
+      );
+    },
+  },
+  {
     name: 'migrate',
     usage: 'migrate',
     summary: 'Create or upgrade the database schema (the server also does this at start-up).',
@@ -130,7 +153,7 @@ export const COMMANDS: readonly Command[] = [
       } catch (err) {
         throw new CommandError(`${file} is not JSON: ${(err as Error).message}`);
       }
-      const outcome = await applyImport((await context.stores()).groups, json, context.config.usernameCase);
+      const outcome = await applyImport(await context.stores(), json, context.config.usernameCase);
       if (outcome.ok) {
         const { groups, users, memberships } = outcome.counts;
         context.out(

@@ -6,6 +6,8 @@ import { clearedSessionCookie, loginCookies, readCookies } from '../cookies.ts';
 import { parseCredentials } from '../credentials.ts';
 import { checkCsrf } from '../csrf.ts';
 import { API_ERRORS, ApiError, FieldErrors, throttled } from '../errors.ts';
+import type { Metrics } from '../metrics.ts';
+import { SCHEMAS } from '../schemas.ts';
 import { newCsrfToken, type Sessions } from '../sessions.ts';
 import { type Endpoint, sendJson } from '../wire.ts';
 
@@ -13,6 +15,7 @@ export interface AuthRouteDeps {
   readonly config: Pick<Config, 'cookieSecure' | 'trustedOrigins' | 'usernameCase'>;
   readonly sessions: Sessions;
   readonly login: LoginDeps;
+  readonly metrics: Metrics;
 }
 
 const LOGGED_OUT = '""';
@@ -80,6 +83,7 @@ export function authEndpoints(deps: AuthRouteDeps): Endpoint[] {
       durationMs: Math.round((performance.now() - started) * 10) / 10,
     };
     request.log.info(audit, 'login attempt');
+    deps.metrics.observeLogin(outcome.kind, outcome.kind === 'failure' ? outcome.failure : undefined);
     if (outcome.kind === 'throttled') throw throttled(outcome.retryAfterSeconds);
     if (outcome.kind === 'failure') throw new ApiError(API_ERRORS.LOGIN_FAILED);
     const cookies = loginCookies(
@@ -102,12 +106,19 @@ export function authEndpoints(deps: AuthRouteDeps): Endpoint[] {
   };
 
   return [
-    { path: '/api/auth/check', matches: /^\/api\/auth\/check\/?$/, name: 'Check', handlers: { GET: check } },
+    {
+      path: '/api/auth/check',
+      matches: /^\/api\/auth\/check\/?$/,
+      name: 'Check',
+      handlers: { GET: check },
+      schemas: { GET: SCHEMAS.check },
+    },
     {
       path: '/api/auth/login',
       matches: /^\/api\/auth\/login\/?$/,
       name: 'Login',
       handlers: { POST: doLogin },
+      schemas: { POST: SCHEMAS.login },
       beforeBody: guard,
     },
     {
@@ -115,6 +126,7 @@ export function authEndpoints(deps: AuthRouteDeps): Endpoint[] {
       matches: /^\/api\/auth\/logout\/?$/,
       name: 'Logout',
       handlers: { POST: logout },
+      schemas: { POST: SCHEMAS.logout },
       beforeBody: guard,
     },
   ];

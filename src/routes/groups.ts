@@ -3,9 +3,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { readCookies } from '../cookies.ts';
 import { API_ERRORS, ApiError } from '../errors.ts';
 import { groupDetail, myGroups, parseGroupId } from '../groups.ts';
+import { SCHEMAS } from '../schemas.ts';
 import type { Sessions } from '../sessions.ts';
 import type { GroupStore } from '../store/types.ts';
-import { type Endpoint, sendJson } from '../wire.ts';
+import type { Endpoint } from '../wire.ts';
 
 export interface GroupRouteDeps {
   readonly sessions: Sessions;
@@ -22,7 +23,8 @@ export function groupEndpoints(deps: GroupRouteDeps): Endpoint[] {
 
   const list = async (request: FastifyRequest, reply: FastifyReply) => {
     const username = await caller(request);
-    return sendJson(reply, 200, JSON.stringify(await myGroups(deps.groups, username)));
+    // Serialized by the route's response schema: exactly the contract's fields, nothing more.
+    return reply.code(200).send(await myGroups(deps.groups, username));
   };
 
   const detail = async (request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) => {
@@ -31,16 +33,23 @@ export function groupEndpoints(deps: GroupRouteDeps): Endpoint[] {
     const id = parseGroupId(request.params.id);
     const group = id === null ? null : await groupDetail(deps.groups, id, username);
     if (group === null) throw new ApiError(API_ERRORS.NOT_FOUND);
-    return sendJson(reply, 200, JSON.stringify(group));
+    return reply.code(200).send(group);
   };
 
   return [
-    { path: '/api/group', matches: /^\/api\/group\/?$/, name: 'Group List', handlers: { GET: list } },
+    {
+      path: '/api/group',
+      matches: /^\/api\/group\/?$/,
+      name: 'Group List',
+      handlers: { GET: list },
+      schemas: { GET: SCHEMAS.groupList },
+    },
     {
       path: '/api/group/:id(^\\d+$)',
       matches: /^\/api\/group\/[0-9]+\/?$/,
       name: 'Group Detail',
       handlers: { GET: detail as Endpoint['handlers']['GET'] & object },
+      schemas: { GET: SCHEMAS.groupDetail },
     },
   ];
 }

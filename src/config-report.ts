@@ -1,0 +1,71 @@
+// `clubhouse config check`: the effective settings with secrets masked, and what looks risky.
+import { type Config, isLoopbackHost } from './config.ts';
+
+/** A URL with its password replaced by `***`. */
+export function maskUrl(url: string): string {
+  return url.replace(/^([a-z]+:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
+}
+
+/** The settings as an operator would write them, secrets masked, and the warnings about them. */
+export function configReport(config: Config): { settings: Record<string, string>; warnings: string[] } {
+  const settings: Record<string, string> = {
+    HOST: config.host,
+    PORT: String(config.port),
+    WORKERS: String(config.workers),
+    DATABASE_URL: maskUrl(config.databaseUrl),
+    SESSION_STORE: config.sessionStore === null ? '(the database)' : maskUrl(config.sessionStore),
+    SQLITE_BUSY_TIMEOUT_MS: String(config.sqliteBusyTimeoutMs),
+    IMAP_HOST: config.imap.host ?? '(unset)',
+    IMAP_PORT: String(config.imap.port),
+    IMAP_SECURITY: config.imap.security,
+    IMAP_CA_FILE: config.imap.caFile ?? '(system roots only)',
+    IMAP_TIMEOUT_MS: String(config.imap.timeoutMs),
+    IMAP_MAX_CONCURRENCY: String(config.imap.maxConcurrency),
+    IMAP_QUEUE_LIMIT: String(config.imap.queueLimit),
+    IMAP_FORWARD_CLIENT_IP: String(config.imap.forwardClientIp),
+    COOKIE_SECURE: String(config.cookieSecure),
+    TRUSTED_ORIGINS: config.trustedOrigins.join(',') || '(none)',
+    TRUST_PROXY: Array.isArray(config.trustProxy) ? config.trustProxy.join(',') : String(config.trustProxy),
+    USERNAME_CASE: config.usernameCase,
+    ALLOW_NEW_USERS: String(config.allowNewUsers),
+    THROTTLE_USER_FAILURES: String(config.throttle.userFailures),
+    THROTTLE_IP_FAILURES: String(config.throttle.ipFailures),
+    THROTTLE_WINDOW_SECONDS: String(config.throttle.windowSeconds),
+    SECRET_KEY: config.secretKey === null ? '(random, kept in the database)' : '***',
+    METRICS_PORT: config.metricsPort === null ? '(on the main port)' : String(config.metricsPort),
+    LOG_LEVEL: config.logLevel,
+    SHUTDOWN_GRACE_MS: String(config.shutdownGraceMs),
+  };
+  const warnings: string[] = [];
+  if (config.imap.host === null) warnings.push('IMAP_HOST is not set: the server will not start.');
+  if (config.imap.security === 'plain') {
+    warnings.push(
+      config.imap.host !== null && isLoopbackHost(config.imap.host)
+        ? 'IMAP_SECURITY=plain: passwords go to the mail server unencrypted (loopback only).'
+        : 'IMAP_SECURITY=plain with IMAP_ALLOW_PLAINTEXT: passwords cross the network unencrypted.',
+    );
+  }
+  const publicListener = !isLoopbackHost(config.host);
+  if (!config.cookieSecure && config.trustProxy !== false) {
+    warnings.push(
+      'COOKIE_SECURE=false behind a proxy: cookies are Secure only when the proxy sends X-Forwarded-Proto: https; set COOKIE_SECURE=true if clients always use TLS.',
+    );
+  } else if (!config.cookieSecure && publicListener) {
+    warnings.push(
+      `HOST=${config.host} without TLS in front: session cookies travel in clear. Put a TLS proxy in front and set COOKIE_SECURE=true.`,
+    );
+  }
+  if (publicListener && config.trustProxy === false) {
+    warnings.push(
+      'TRUST_PROXY is off on a public listener: behind a proxy, every client would share the proxy address (throttling, audit log).',
+    );
+  }
+  for (const origin of config.trustedOrigins) {
+    if (origin.startsWith('http://'))
+      warnings.push(`TRUSTED_ORIGINS has ${origin}: a plain-HTTP origin may send credentialed requests.`);
+  }
+  if (config.metricsPort === null && publicListener) {
+    warnings.push('/metrics is served on the public port; set METRICS_PORT to keep it apart.');
+  }
+  return { settings, warnings };
+}

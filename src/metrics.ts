@@ -1,0 +1,162 @@
+// Prometheus metrics (contract §6: GET /metrics) with prom-client: requests, logins, IMAP, sessions.
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import client from 'prom-client';
+import type { LoginFailure, VerifyResult } from './imap.ts';
+
+export type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';
+
+export interface Metrics {
+  readonly registry: client.Registry;
+  observeRequest(method: string, route: string, status: number, seconds: number): void;
+  observeLogin(outcome: LoginOutcomeLabel, failure: LoginFailure | undefined): void;
+  observeImap(result: VerifyResult, seconds: number): void;
+  /** Wires the gauges that are read at scrape time. */
+  setSources(sources: MetricSources): void;
+}
+
+export interface MetricSources {
+  readonly imap: () => { active: number; queued: number; breaker: string };
+  /** Live sessions; called at most once per SESSIONS_GAUGE_TTL_MS. */
+  readonly activeSessions: () => Promise<number>;
+}
+
+/** The active-sessions gauge counts rows; at a million sessions that is worth caching. */
+export const SESSIONS_GAUGE_TTL_MS = 15_000;
+
+const BREAKER_STATES: Record<string, number> = { closed: 0, half_open: 1, open: 2 };
+
+/** A registry with every metric of the service, plus Node's process metrics. */
+export function createMetrics(now: () => number = Date.now): Metrics {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const requests = new client.Counter({
+    name: 'clubhouse_http_requests_total',
+    help: 'HTTP requests answered, by method, route and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const latency = new client.Histogram({
+    name: 'clubhouse_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request, by method, route and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const logins = new client.Counter({
+    name: 'clubhouse_login_attempts_total',
+    help: 'Login attempts by outcome (success, failure, throttled) and failure class.',
+    labelNames: ['outcome', 'failure'] as const,
+    registers: [registry],
+  });
+  const throttled = new client.Counter({
+    name: 'clubhouse_login_throttled_total',
+    help: 'Login attempts refused with 429 without contacting IMAP.',
+    registers: [registry],
+  });
+  const imapLatency = new client.Histogram({
+    name: 'clubhouse_imap_login_duration_seconds',
+    help: 'Time of one IMAP login attempt (connect, TLS, greeting, authentication), by result.',
+    labelNames: ['result'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  let sources: MetricSources | null = null;
+  let sessionsCache: { at: number; value: number } | null = null;
+  new client.Gauge({
+    name: 'clubhouse_imap_in_flight',
+    help: 'IMAP login attempts running now.',
+    registers: [registry],
+    collect() {
+      if (sources !== null) this.set(sources.imap().active);
+    },
+  });
+  new client.Gauge({
+    name: 'clubhouse_imap_queue_length',
+    help: 'IMAP login attempts waiting for a slot.',
+    registers: [registry],
+    collect() {
+      if (sources !== null) this.set(sources.imap().queued);
+    },
+  });
+  new client.Gauge({
+    name: 'clubhouse_imap_circuit_state',
+    help: 'IMAP circuit breaker: 0 closed, 1 half open, 2 open (failing fast).',
+    registers: [registry],
+    collect() {
+      if (sources !== null) this.set(BREAKER_STATES[sources.imap().breaker] ?? 0);
+    },
+  });
+  new client.Gauge({
+    name: 'clubhouse_sessions_active',
+    help: `Live sessions (refreshed at most every ${SESSIONS_GAUGE_TTL_MS / 1000} s).`,
+    registers: [registry],
+    async collect() {
+      if (sources === null) return;
+      if (sessionsCache === null || now() - sessionsCache.at >= SESSIONS_GAUGE_TTL_MS) {
+        try {
+          sessionsCache = { at: now(), value: await sources.activeSessions() };
+        } catch {
+          // A store outage must not break the scrape; the last value stands.
+        }
+      }
+      if (sessionsCache !== null) this.set(sessionsCache.value);
+    },
+  });
+  return {
+    registry,
+    observeRequest(method, route, status, seconds) {
+      const labels = { method, route, status: String(status) };
+      requests.inc(labels);
+      latency.observe(labels, seconds);
+    },
+    observeLogin(outcome, failure) {
+      logins.inc({ outcome, failure: failure ?? '' });
+      if (outcome === 'throttled') throttled.inc();
+    },
+    observeImap(result, seconds) {
+      imapLatency.observe({ result: result.ok ? 'ok' : result.failure }, seconds);
+    },
+    setSources(next) {
+      sources = next;
+    },
+  };
+}
+
+/**
+ * Serves only /metrics on its own port (METRICS_PORT), so the scrape endpoint need not be public.
+ * Anything else there is a 404.
+ */
+export async function serveMetrics(
+  metrics: Metrics,
+  host: string,
+  port: number,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((request, response) => {
+    if (request.method !== 'GET' || request.url !== '/metrics') {
+      response
+        .writeHead(404, { 'content-type': 'application/json', 'x-content-type-options': 'nosniff' })
+        .end('{"detail":"Not found."}');
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => response.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+      () =>
+        response
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end('{"detail":"Internal server error."}'),
+    );
+  });
+  server.listen(port, host);
+  await once(server, 'listening');
+  const address = server.address();
+  const bound = typeof address === 'object' && address !== null ? address.port : port;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}/metrics`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

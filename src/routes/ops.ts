@@ -1,0 +1,54 @@
+// Outside /api (contract §6): /healthz (process up), /readyz (stores and IMAP reachable), /metrics.
+import type { FastifyInstance } from 'fastify';
+import { StoreUnavailableError } from '../errors.ts';
+import type { ProbeResult } from '../imap-probe.ts';
+import type { Metrics } from '../metrics.ts';
+import type { Stores } from '../store/types.ts';
+import { sendJson } from '../wire.ts';
+
+export interface OpsDeps {
+  readonly stores: Pick<Stores, 'ping'>;
+  /** The cached IMAP probe; null when no IMAP server is configured. */
+  readonly imapProbe: { check(): Promise<ProbeResult> } | null;
+  /** Null when /metrics is served on METRICS_PORT instead. */
+  readonly metrics: Metrics | null;
+}
+
+/** Seconds a load balancer is told to wait before asking /readyz again. */
+const READY_RETRY_AFTER_SECONDS = 5;
+
+/** What each part answers: "ok" or why not. */
+export async function readiness(
+  deps: Pick<OpsDeps, 'stores' | 'imapProbe'>,
+): Promise<Record<string, string>> {
+  const stores = deps.stores.ping().then(
+    () => 'ok',
+    (err: unknown) => (err instanceof StoreUnavailableError ? `${err.store} unavailable` : 'unavailable'),
+  );
+  const imap =
+    deps.imapProbe === null
+      ? Promise.resolve('not configured')
+      : deps.imapProbe.check().then((r) => (r.ok ? 'ok' : r.reason));
+  const [store, mail] = await Promise.all([stores, imap]);
+  return { stores: store, imap: mail };
+}
+
+/** Registers /healthz, /readyz and (unless on its own port) /metrics. */
+export function registerOps(fastify: FastifyInstance, deps: OpsDeps): void {
+  fastify.get('/healthz', (_request, reply) => sendJson(reply, 200, '{"status":"ok"}'));
+  fastify.get('/readyz', async (_request, reply) => {
+    const checks = await readiness(deps);
+    const failing = Object.entries(checks)
+      .filter(([, state]) => state !== 'ok')
+      .map(([part]) => part);
+    if (failing.length === 0) return sendJson(reply, 200, JSON.stringify({ status: 'ready', checks }));
+    reply.header('retry-after', String(READY_RETRY_AFTER_SECONDS));
+    return sendJson(reply, 503, JSON.stringify({ status: 'unavailable', failing, checks }));
+  });
+  const { metrics } = deps;
+  if (metrics !== null) {
+    fastify.get('/metrics', async (_request, reply) =>
+      reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+    );
+  }
+}
