@@ -5,6 +5,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
+import { serveClusterMetrics, serveMetrics } from './metrics.ts';
 import { migrateStores } from './store/open.ts';
 
 // A worker that dies sooner than this after starting is crash-looping: its replacement waits,
@@ -51,10 +52,11 @@ export async function runPrimary(config: Config, logger: Logger): Promise<number
     logger.info({ workerPid: worker.process.pid, port: address.port }, 'worker serving');
   });
 
-  // Metrics (contract §6: /metrics adds up all workers) are summed here, in the primary: a later
-  // change handles the workers' messages below (or prom-client's AggregatorRegistry, which talks
-  // to every worker over this same IPC channel) and serves the total. Nothing else needs to move.
-  cluster.on('message', (_worker, _message) => {});
+  // contract §6: /metrics adds up all workers. A worker asked for /metrics asks the primary, which
+  // sums every worker's registry with prom-client's AggregatorRegistry; METRICS_PORT is served here.
+  const clusterMetrics = serveClusterMetrics();
+  const metricsServer =
+    config.metricsPort === null ? null : await serveMetrics(clusterMetrics, config.host, config.metricsPort);
 
   cluster.on('exit', (worker, code, signal) => {
     const lived = Date.now() - (startedAt.get(worker) ?? 0);
@@ -93,6 +95,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<number
     if (code !== 0) failedStop = true;
     for (const timer of timers) clearTimeout(timer);
     timers.clear();
+    void metricsServer?.close();
     if (startedAt.size === 0) {
       finish(failedStop ? 1 : 0);
       return;

@@ -1,4 +1,5 @@
 // Prometheus metrics (contract §6: GET /metrics) with prom-client: requests, logins, IMAP, sessions.
+import cluster from 'node:cluster';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import client from 'prom-client';
@@ -8,6 +9,8 @@ export type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';
 
 export interface Metrics {
   readonly registry: client.Registry;
+  /** The exposition for a scrape: this process's, or under WORKERS the sum over every worker. */
+  text(): Promise<string>;
   observeRequest(method: string, route: string, status: number, seconds: number): void;
   observeLogin(outcome: LoginOutcomeLabel, failure: LoginFailure | undefined): void;
   observeImap(result: VerifyResult, seconds: number): void;
@@ -103,8 +106,15 @@ export function createMetrics(now: () => number = Date.now): Metrics {
       if (sessionsCache !== null) this.set(sessionsCache.value);
     },
   });
+  if (cluster.isWorker) {
+    // prom-client's AggregatorRegistry in the primary collects from this registry over IPC; making
+    // one here installs the worker's side of that exchange.
+    client.AggregatorRegistry.setRegistries([registry]);
+    new client.AggregatorRegistry();
+  }
   return {
     registry,
+    text: () => (cluster.isWorker ? askPrimaryForMetrics() : registry.metrics()),
     observeRequest(method, route, status, seconds) {
       const labels = { method, route, status: String(status) };
       requests.inc(labels);
@@ -123,12 +133,49 @@ export function createMetrics(now: () => number = Date.now): Metrics {
   };
 }
 
+const METRICS_REQUEST = 'clubhouse:metrics-request';
+const METRICS_RESPONSE = 'clubhouse:metrics-response';
+let nextRequest = 0;
+
+/** In a worker: the whole cluster's metrics, summed by the primary (contract §6). */
+function askPrimaryForMetrics(): Promise<string> {
+  const id = ++nextRequest;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      process.off('message', onMessage);
+      reject(new Error('the primary did not answer with the metrics'));
+    }, 5000);
+    const onMessage = (message: { type?: string; id?: number; text?: string; error?: string }) => {
+      if (message?.type !== METRICS_RESPONSE || message.id !== id) return;
+      clearTimeout(timer);
+      process.off('message', onMessage);
+      if (message.text === undefined) reject(new Error(message.error ?? 'no metrics'));
+      else resolve(message.text);
+    };
+    process.on('message', onMessage);
+    process.send?.({ type: METRICS_REQUEST, id });
+  });
+}
+
+/** In the primary: answers the workers' requests for the summed metrics, and serves them itself. */
+export function serveClusterMetrics(): { text(): Promise<string>; contentType: string } {
+  const aggregator = new client.AggregatorRegistry();
+  cluster.on('message', (worker, message: { type?: string; id?: number }) => {
+    if (message?.type !== METRICS_REQUEST) return;
+    aggregator.clusterMetrics().then(
+      (text) => worker.send({ type: METRICS_RESPONSE, id: message.id, text }),
+      (err: unknown) => worker.send({ type: METRICS_RESPONSE, id: message.id, error: String(err) }),
+    );
+  });
+  return { text: () => aggregator.clusterMetrics(), contentType: aggregator.contentType };
+}
+
 /**
  * Serves only /metrics on its own port (METRICS_PORT), so the scrape endpoint need not be public.
  * Anything else there is a 404.
  */
 export async function serveMetrics(
-  metrics: Metrics,
+  metrics: { text(): Promise<string>; contentType: string },
   host: string,
   port: number,
 ): Promise<{ url: string; close(): Promise<void> }> {
@@ -139,8 +186,8 @@ export async function serveMetrics(
         .end('{"detail":"Not found."}');
       return;
     }
-    metrics.registry.metrics().then(
-      (text) => response.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+    metrics.text().then(
+      (text) => response.writeHead(200, { 'content-type': metrics.contentType }).end(text),
       () =>
         response
           .writeHead(500, { 'content-type': 'application/json' })

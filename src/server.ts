@@ -1,5 +1,6 @@
 // A running service: stores, IMAP authenticator, HTTP listener and the periodic purge, started and
 // stopped as one (used by `npm start` and `npm run demo`).
+import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
@@ -37,8 +38,15 @@ export async function startServer(
     (result, seconds) => metrics.observeImap(result, seconds),
   );
   const { fastify, sessions, throttle } = await buildApp({ config, stores, authenticator, logger, metrics });
+  // Under WORKERS the primary serves METRICS_PORT, with the sum over the workers (cluster.ts).
   const metricsServer =
-    config.metricsPort === null ? null : await serveMetrics(metrics, config.host, config.metricsPort);
+    config.metricsPort === null || cluster.isWorker
+      ? null
+      : await serveMetrics(
+          { text: () => metrics.text(), contentType: metrics.registry.contentType },
+          config.host,
+          config.metricsPort,
+        );
   const purge = setInterval(() => {
     Promise.all([sessions.store.purgeExpired(sessions.now()), throttle.purge()]).catch((err: unknown) =>
       logger.warn({ err }, 'purge of expired sessions failed'),

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { Agent, request } from 'undici';
 import { dovecotEnv } from './helpers/app.ts';
 import { type Dovecot, startDovecot, testUser } from './helpers/dovecot.ts';
+import { recordSecrets } from './helpers/secrets.ts';
 import { type ServiceProcess, startService } from './helpers/service.ts';
 
 interface Outcome {
@@ -28,6 +29,7 @@ async function login(url: string, username: string, agent: Agent): Promise<strin
   await response.body.text();
   const lines = ([] as string[]).concat(response.headers['set-cookie'] ?? []);
   const id = lines.map((line) => /^sessionid=([a-z0-9]{32})/.exec(line)?.[1]).find((v) => v !== undefined);
+  recordSecrets(password, id ?? '');
   return response.statusCode === 200 && id !== undefined ? `sessionid=${id}` : null;
 }
 

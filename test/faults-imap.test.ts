@@ -8,7 +8,7 @@ import { loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { type Dovecot, startDovecot } from './helpers/dovecot.ts';
 import { type FaultProxy, startFaultProxy } from './helpers/fault-proxy.ts';
 
-const TIMEOUT_MS = 1500;
+const TIMEOUT_MS = 3000;
 
 function lastAudit(t: TestApp): { failure?: string; reason?: string } {
   return (

@@ -313,6 +313,20 @@ describe('WORKERS=2: one port, two processes, replaced when killed, drained on S
         lines.filter((line) => line['msg'] === 'request completed').map((line) => Number(line['pid'])),
       );
       assert.deepEqual([...answered].sort(), [...workers].sort(), 'both workers answered requests');
+      // contract §6: /metrics adds up all workers, whichever worker answers the scrape.
+      for (let i = 0; i < 2; i++) {
+        const scrape = await request(port, 'GET', '/metrics', {});
+        assert.equal(scrape.status, 200);
+        const line = scrape.body
+          .split('\n')
+          .find(
+            (l) =>
+              l.startsWith('clubhouse_http_requests_total{') &&
+              l.includes('route="/api/auth/check"') &&
+              l.includes('status="200"'),
+          );
+        assert.equal(line?.split(' ').at(-1), '200', `summed over both workers: ${line}`);
+      }
 
       // SIGKILL one worker: the primary forks a replacement, and sessions live on (shared SQLite).
       process.kill(workers[0]!, 'SIGKILL');

@@ -48,7 +48,7 @@ export function registerOps(fastify: FastifyInstance, deps: OpsDeps): void {
   const { metrics } = deps;
   if (metrics !== null) {
     fastify.get('/metrics', async (_request, reply) =>
-      reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+      reply.type(metrics.registry.contentType).send(await metrics.text()),
     );
   }
 }

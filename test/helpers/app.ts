@@ -23,6 +23,7 @@ import type { Stores } from '../../src/store/types.ts';
 import type { Dovecot } from './dovecot.ts';
 import { startPostgres, type TestPostgres } from './postgres.ts';
 import { startRedis } from './redis.ts';
+import { dumpOutput, recordSecrets } from './secrets.ts';
 
 export type TestStoreKind = 'sqlite' | 'postgres' | 'redis' | 'redis-postgres';
 const KINDS: readonly TestStoreKind[] = ['sqlite', 'postgres', 'redis', 'redis-postgres'];
@@ -102,7 +103,7 @@ export function dovecotEnv(
     IMAP_PORT: String(security === 'tls' ? dovecot.tlsPort : dovecot.plainPort),
     IMAP_SECURITY: security,
     IMAP_CA_FILE: dovecot.caFile,
-    IMAP_TIMEOUT_MS: '5000',
+    IMAP_TIMEOUT_MS: '15000',
   };
 }
 
@@ -173,6 +174,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
         await app.fastify.close();
         await opened.close();
         await remove();
+        dumpOutput(logs.join('\n'));
       },
     };
   } catch (err) {
@@ -227,5 +229,6 @@ export async function loginAs(
   const cookies = setCookies(response);
   const sessionid = cookies.get('sessionid')?.value ?? '';
   const csrftoken = cookies.get('csrftoken')?.value ?? '';
+  recordSecrets(password, sessionid, csrftoken);
   return { response, cookie: `sessionid=${sessionid}; csrftoken=${csrftoken}`, sessionid, csrftoken };
 }

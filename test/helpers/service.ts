@@ -3,6 +3,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { dumpOutput } from './secrets.ts';
 
 export interface ServiceProcess {
   readonly child: ChildProcess;
@@ -32,8 +33,10 @@ export function startService(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  // Everything the service prints also goes to the secrets scan (test/secrets.test.ts).
   child.stderr?.on('data', (chunk) => {
     output += chunk;
+    dumpOutput(String(chunk));
   });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -47,6 +50,7 @@ export function startService(
     const lines = createInterface({ input: child.stdout! });
     lines.on('line', (line) => {
       output += `${line}\n`;
+      dumpOutput(line);
       if (output.length > 1_000_000) output = output.slice(-500_000);
       const url = /"msg":"clubhouse is serving"/.test(line)
         ? (JSON.parse(line) as { url?: string }).url
