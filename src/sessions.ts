@@ -1,5 +1,5 @@
 // Session ids, cookies and the session lifecycle (contract §2).
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { SessionStore } from './store/types.ts';
 
 export const SESSION_COOKIE = 'sessionid';
@@ -44,9 +44,9 @@ export function isWellFormedCsrfToken(value: string | undefined): value is strin
   return value !== undefined && CSRF_TOKEN_PATTERN.test(value);
 }
 
-/** What the store keeps instead of the id: its SHA-256. */
+/** What the store keeps instead of the id: its SHA-256 (one-shot crypto.hash: no Hash object per call). */
 export function hashSessionId(id: string): Buffer {
-  return createHash('sha256').update(id).digest();
+  return hash('sha256', id, 'buffer');
 }
 
 /** The session lifecycle over a store, with an injectable clock. */

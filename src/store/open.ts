@@ -2,9 +2,7 @@
 // everything; SESSION_STORE=redis://… moves sessions and throttle counters to Redis, while groups,
 // users and the secret key stay in the database.
 import type { Config } from '../config.ts';
-import { openPostgresStores } from './postgres.ts';
-import { migratePostgres } from './postgres-pool.ts';
-import { openRedisStores, type RedisStores } from './redis.ts';
+import type { RedisStores } from './redis.ts';
 import { migrateSqlite, openSqliteDatabase, openSqliteStores, sqlitePath } from './sqlite.ts';
 import type { Stores } from './types.ts';
 
@@ -24,8 +22,9 @@ const isPostgres = (url: string) => /^postgres(ql)?:\/\//.test(url);
 
 /** The stores for these settings, migrated (unless told not to) and ready. */
 export async function openStores(config: StoreSettings, options: OpenOptions = {}): Promise<Stores> {
+  // PostgreSQL and Redis clients are loaded only when configured (they cost ~10 MB of memory).
   const database = isPostgres(config.databaseUrl)
-    ? await openPostgresStores(config.databaseUrl, {
+    ? await (await import('./postgres.ts')).openPostgresStores(config.databaseUrl, {
         migrate: options.migrate,
         onError: (err) => options.onError?.('database', err),
       })
@@ -33,6 +32,7 @@ export async function openStores(config: StoreSettings, options: OpenOptions = {
   if (config.sessionStore === null) return database;
   let redis: RedisStores;
   try {
+    const { openRedisStores } = await import('./redis.ts');
     redis = await openRedisStores(config.sessionStore, {
       keyPrefix: config.redisKeyPrefix,
       onError: (err) => options.onError?.('sessions', err),
@@ -58,7 +58,8 @@ export async function openStores(config: StoreSettings, options: OpenOptions = {
 
 /** Applies pending migrations (`clubhouse migrate`); returns the versions applied. */
 export async function migrateStores(config: Pick<Config, 'databaseUrl'>): Promise<number[]> {
-  if (isPostgres(config.databaseUrl)) return migratePostgres(config.databaseUrl);
+  if (isPostgres(config.databaseUrl))
+    return (await import('./postgres-pool.ts')).migratePostgres(config.databaseUrl);
   const db = openSqliteDatabase(sqlitePath(config.databaseUrl));
   try {
     return migrateSqlite(db);

@@ -76,4 +76,25 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX memberships_by_group ON memberships (group_id);
     `,
   },
+  {
+    version: 3,
+    name: 'session deletion log',
+    sql: `
+      -- Every process keeps recent sessions in memory (sqlite-sessions.ts). A deletion of a live
+      -- session (logout, revoke, disable, rotation) is logged here, in the deleting transaction,
+      -- so every other process evicts it before answering its next request.
+      CREATE TABLE session_deletions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id_hash BLOB NOT NULL,
+        at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX session_deletions_by_at ON session_deletions (at);
+      -- Expired rows need no log entry: every cache checks the expiry itself.
+      CREATE TRIGGER sessions_log_deletion AFTER DELETE ON sessions
+        WHEN old.expires_at > CAST(unixepoch('subsec') * 1000 AS INTEGER)
+      BEGIN
+        INSERT INTO session_deletions (id_hash, at) VALUES (old.id_hash, CAST(unixepoch('subsec') * 1000 AS INTEGER));
+      END;
+    `,
+  },
 ];

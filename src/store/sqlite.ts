@@ -7,6 +7,7 @@ import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { StoreUnavailableError } from '../errors.ts';
 import { ImportConflictError, type ImportProblem } from '../import.ts';
 import { SQLITE_MIGRATIONS } from './sqlite-schema.ts';
+import { cachedSqliteSessions } from './sqlite-sessions.ts';
 import type {
   Group,
   GroupDetail,
@@ -14,7 +15,6 @@ import type {
   ImportData,
   LoginAdmission,
   Membership,
-  SessionStore,
   Stores,
   ThrottleStore,
   UserRecord,
@@ -71,8 +71,8 @@ export function openSqliteDatabase(path: string, busyTimeoutMs = 5000): Database
     PRAGMA journal_mode = WAL;
     PRAGMA synchronous = NORMAL;
     PRAGMA foreign_keys = ON;
-    PRAGMA cache_size = -32768;
-    PRAGMA mmap_size = 268435456;
+    PRAGMA cache_size = -16384;
+    PRAGMA mmap_size = 0;
     PRAGMA temp_store = MEMORY;
   `);
   return db;
@@ -116,36 +116,6 @@ export function migrateSqlite(db: DatabaseSync): number[] {
     }
     return applied;
   });
-}
-
-function sessionStore(db: DatabaseSync): SessionStore {
-  const insert = db.prepare(
-    'INSERT INTO sessions (id_hash, username, created_at, expires_at) VALUES (?, ?, ?, ?)',
-  );
-  const select = db.prepare('SELECT username, expires_at FROM sessions WHERE id_hash = ? AND expires_at > ?');
-  const remove = db.prepare('DELETE FROM sessions WHERE id_hash = ?');
-  const removeUser = db.prepare('DELETE FROM sessions WHERE username = ?');
-  const countUser = db.prepare('SELECT count(*) AS n FROM sessions WHERE username = ? AND expires_at > ?');
-  const purge = db.prepare('DELETE FROM sessions WHERE expires_at <= ?');
-  const countActive = db.prepare('SELECT count(*) AS n FROM sessions WHERE expires_at > ?');
-  return {
-    create: (s) =>
-      call(() => {
-        insert.run(s.idHash, s.username, s.createdAt, s.expiresAt);
-      }),
-    get: (idHash, now) =>
-      call(() => {
-        const row = select.get(idHash, now);
-        return row === undefined
-          ? null
-          : { username: String(row['username']), expiresAt: Number(row['expires_at']) };
-      }),
-    delete: (idHash) => call(() => remove.run(idHash).changes > 0),
-    revokeUser: (username) => call(() => Number(removeUser.run(username).changes)),
-    countUser: (username, now) => call(() => Number(countUser.get(username, now)?.['n'] ?? 0)),
-    purgeExpired: (now) => call(() => Number(purge.run(now).changes)),
-    countActive: (now) => call(() => Number(countActive.get(now)?.['n'] ?? 0)),
-  };
 }
 
 function throttleStore(db: DatabaseSync): ThrottleStore {
@@ -398,7 +368,7 @@ export function openSqliteStores(
     db,
     users: userStore(db),
     groups: groupStore(db),
-    sessions: sessionStore(db),
+    sessions: cachedSqliteSessions(db, call),
     throttle: throttleStore(db),
     secretKey: () =>
       call(() => {

@@ -1,0 +1,83 @@
+// Issue 8: sessions are answered from an in-process cache on SQLite, yet a logout, revoke or disable
+// in another process takes effect on the very next request (contract §2). Two apps on one database
+// file have two SQLite connections, as two processes (or the admin CLI) would.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { runCli } from '../src/cli/main.ts';
+import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
+
+describe('the session cache across processes', {
+  skip: (process.env['CLUBHOUSE_TEST_STORE'] ?? 'sqlite') !== 'sqlite',
+}, () => {
+  let a: TestApp;
+  let b: TestApp;
+  before(async () => {
+    a = await startTestApp({ authenticator: fakeAuthenticator({ alice: 'pw', bob: 'pw' }) });
+    b = await startTestApp({
+      authenticator: fakeAuthenticator({}),
+      env: { DATABASE_URL: a.config.databaseUrl },
+    });
+  });
+  after(async () => {
+    await b.close();
+    await a.close();
+  });
+
+  const check = (t: TestApp, cookie: string) =>
+    t.fastify.inject({ url: '/api/auth/check', headers: { cookie } });
+  const cli = (...argv: string[]) =>
+    runCli(argv, { DATABASE_URL: a.config.databaseUrl }, { out: () => undefined, err: () => undefined });
+
+  test('a logout on A is seen by B on its very next request, though B had the session cached', async () => {
+    const { cookie } = await loginAs(a.fastify, 'alice', 'pw');
+    for (let i = 0; i < 3; i++) assert.equal((await check(b, cookie)).body, '"alice"');
+    await a.fastify.inject({ method: 'POST', url: '/api/auth/logout', headers: { cookie } });
+    assert.equal((await check(b, cookie)).statusCode, 403);
+    assert.equal((await check(a, cookie)).statusCode, 403);
+  });
+
+  test('a rotation on A (login with the old cookie) kills the old id on B at once', async () => {
+    const first = await loginAs(a.fastify, 'alice', 'pw');
+    assert.equal((await check(b, first.cookie)).statusCode, 200);
+    const second = await loginAs(a.fastify, 'alice', 'pw', { cookie: first.cookie });
+    assert.equal((await check(b, first.cookie)).statusCode, 403);
+    assert.equal((await check(b, second.cookie)).statusCode, 200);
+  });
+
+  test('sessions revoke and user disable from the CLI end cached sessions in both apps', async () => {
+    const alice = await loginAs(a.fastify, 'alice', 'pw');
+    const bob = await loginAs(a.fastify, 'bob', 'pw');
+    for (const t of [a, b]) {
+      assert.equal((await check(t, alice.cookie)).statusCode, 200);
+      assert.equal((await check(t, bob.cookie)).statusCode, 200);
+    }
+    assert.equal(await cli('sessions', 'revoke', 'alice'), 0);
+    assert.equal(await cli('user', 'disable', 'bob'), 0);
+    for (const t of [a, b]) {
+      assert.equal((await check(t, alice.cookie)).statusCode, 403, 'revoked');
+      assert.equal((await check(t, bob.cookie)).statusCode, 403, 'disabled');
+    }
+    assert.equal(await cli('user', 'enable', 'bob'), 0);
+  });
+
+  test('a session deleted while its process was idle past the log retention is still refused', async () => {
+    const { cookie } = await loginAs(a.fastify, 'alice', 'pw');
+    assert.equal((await check(b, cookie)).statusCode, 200);
+    await a.fastify.inject({ method: 'POST', url: '/api/auth/logout', headers: { cookie } });
+    // The log entry is purged before B looks again: B must drop its whole cache rather than trust it.
+    await a.stores.sessions.purgeExpired(Date.now() + 11 * 60 * 1000);
+    assert.equal((await check(b, cookie)).statusCode, 403);
+  });
+
+  test('expiry is checked on cached sessions too', async () => {
+    const t = await startTestApp({ authenticator: fakeAuthenticator({ alice: 'pw' }), fixedClock: true });
+    try {
+      const { cookie } = await loginAs(t.fastify, 'alice', 'pw');
+      assert.equal((await check(t, cookie)).statusCode, 200);
+      t.clock.advance(1_209_600_000);
+      assert.equal((await check(t, cookie)).statusCode, 403);
+    } finally {
+      await t.close();
+    }
+  });
+});
