@@ -1,0 +1,108 @@
+// One benchmark case: a reference and a subject measured in alternating rounds after a warm-up,
+// so that drift of the machine (other processes, thermal, caches) hits both alike; the ratio is
+// taken within each round, then the median of those.
+
+/** What one load run measured on one side. */
+export interface Round {
+  /** Requests (or logins) per second. */
+  readonly rate: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  /** Responses with status ≥ 400 (or failed logins). */
+  readonly non2xx: number;
+  /** Socket errors and timeouts. */
+  readonly errors: number;
+  /** CPU the server under load used, in cores; NaN when not measured. */
+  readonly serverCores: number;
+  /** CPU the load generator used, in cores. */
+  readonly clientCores: number;
+  /** Share of the whole machine's CPU that was busy during the run, 0..1. */
+  readonly machineBusy: number;
+}
+
+export interface Side {
+  readonly label: string;
+  readonly rounds: readonly Round[];
+}
+
+export interface Comparison {
+  readonly reference: Side;
+  readonly subject: Side;
+  /** subject rate / reference rate, one per round. */
+  readonly ratios: readonly number[];
+}
+
+/** Runs the load against one side for `seconds`. */
+export type Measure = (seconds: number) => Promise<Round>;
+
+export interface Schedule {
+  readonly warmupSeconds: number;
+  readonly roundSeconds: number;
+  readonly rounds: number;
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+/** The median of each figure over the rounds of one side. */
+export function medianRound(side: Side): Round {
+  const of = (pick: (round: Round) => number) => median(side.rounds.map(pick));
+  return {
+    rate: of((r) => r.rate),
+    p50Ms: of((r) => r.p50Ms),
+    p99Ms: of((r) => r.p99Ms),
+    non2xx: of((r) => r.non2xx),
+    errors: of((r) => r.errors),
+    serverCores: of((r) => r.serverCores),
+    clientCores: of((r) => r.clientCores),
+    machineBusy: of((r) => r.machineBusy),
+  };
+}
+
+export interface Contender {
+  readonly label: string;
+  readonly measure: Measure;
+}
+
+/** `a.rate / b.rate` round by round. */
+export function ratiosOf(a: Side, b: Side): number[] {
+  return a.rounds.map((round, i) => round.rate / b.rounds[i]!.rate);
+}
+
+/** Warm-up of each side, then `rounds` rounds in which every side runs once, in the given order. */
+export async function alternate(
+  sides: readonly Contender[],
+  schedule: Schedule,
+  log: (line: string) => void,
+): Promise<Side[]> {
+  for (const side of sides) await side.measure(schedule.warmupSeconds);
+  const rounds: Round[][] = sides.map(() => []);
+  for (let i = 0; i < schedule.rounds; i++) {
+    const figures: string[] = [];
+    for (const [k, side] of sides.entries()) {
+      const round = await side.measure(schedule.roundSeconds);
+      rounds[k]!.push(round);
+      const ratio = k === 0 ? '' : `, ×${(round.rate / rounds[0]![i]!.rate).toFixed(3)}`;
+      figures.push(
+        `${side.label} ${round.rate.toFixed(0)}/s (p50 ${round.p50Ms.toFixed(2)}, p99 ${round.p99Ms.toFixed(2)} ms${ratio})`,
+      );
+    }
+    log(`  round ${i + 1}: ${figures.join('; ')}`);
+  }
+  return sides.map((side, k) => ({ label: side.label, rounds: rounds[k]! }));
+}
+
+/** Warm-up of both, then `rounds` rounds of reference-then-subject; ratios subject / reference. */
+export async function compare(
+  reference: Contender,
+  subject: Contender,
+  schedule: Schedule,
+  log: (line: string) => void,
+): Promise<Comparison> {
+  const [a, b] = (await alternate([reference, subject], schedule, log)) as [Side, Side];
+  return { reference: a, subject: b, ratios: ratiosOf(b, a) };
+}
