@@ -1,10 +1,12 @@
 // Wiring: one Fastify instance with the wire rules, the API endpoints and the operational routes.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { LoginDeps } from './auth.ts';
 import type { Config } from './config.ts';
+import { fastCheck } from './fast-check.ts';
 import { type Authenticator, imapSettings, imapTlsOptions } from './imap.ts';
 import { cachedProbe, probeImap } from './imap-probe.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
@@ -59,7 +61,19 @@ function trustHops(hops: number): (address: string, hop: number) => boolean {
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, stores, authenticator } = deps;
   const now = deps.now ?? Date.now;
+  // The raw fast path for GET /api/auth/check is wired in once the sessions exist (below).
+  let fast: ((request: IncomingMessage, response: ServerResponse) => boolean) | null = null;
   const fastify = Fastify({
+    serverFactory: (handler, options) => {
+      const server = createServer(options.http ?? {}, (request, response) => {
+        if (fast?.(request, response) !== true) handler(request, response);
+      });
+      // What Fastify does for the servers it makes itself.
+      server.keepAliveTimeout = config.http.keepAliveTimeoutMs;
+      server.requestTimeout = config.http.requestTimeoutMs;
+      server.setTimeout(0);
+      return server;
+    },
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
     // A hop count trusts that many proxies nearest to us (Fastify's own reading of a number).
@@ -130,6 +144,18 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const imapProbe =
     imap === null ? null : cachedProbe(() => probeImap(imap, imapTlsOptions(imap)), READY_PROBE_TTL_MS);
   registerOps(fastify, { stores, imapProbe, metrics: config.metricsPort === null ? metrics : null });
+  let closing = false;
+  fastify.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  fast = fastCheck({
+    sessions,
+    trustedOrigins: config.trustedOrigins,
+    metrics,
+    logger: deps.logger,
+    closing: () => closing,
+  });
   metrics.setSources({
     imap: () => authenticator.stats(),
     activeSessions: () => stores.sessions.countActive(now()),

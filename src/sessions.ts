@@ -75,6 +75,18 @@ export class Sessions {
     return record?.username ?? null;
   }
 
+  /**
+   * The answer `resolve` would give, synchronously, when no store round trip is needed: null for a
+   * missing or malformed id, the cached answer otherwise; undefined when the store must be asked.
+   */
+  peek(id: string | undefined): string | null | undefined {
+    if (!isWellFormedSessionId(id)) return null;
+    const peek = this.store.peek;
+    if (peek === undefined) return undefined;
+    const record = peek.call(this.store, hashSessionId(id), this.now());
+    return record === undefined ? undefined : (record?.username ?? null);
+  }
+
   /** Ends a session; true when there was one. */
   async end(id: string | undefined): Promise<boolean> {
     if (!isWellFormedSessionId(id)) return false;

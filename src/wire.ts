@@ -83,6 +83,22 @@ export interface WireOptions {
   readonly trustedOrigins: readonly string[];
 }
 
+/** The CORS headers of a request from a trusted origin (contract §7), or null. */
+export function corsHeaders(
+  origin: string | undefined,
+  trusted: ReadonlySet<string>,
+): Record<string, string> | null {
+  if (origin === undefined || !trusted.has(origin)) return null;
+  return {
+    'access-control-allow-origin': origin,
+    'access-control-allow-credentials': 'true',
+    vary: 'Origin',
+  };
+}
+
+/** The headers of every /api response before the endpoint's own: security, caching, no CORS. */
+export const API_RESPONSE_HEADERS: Readonly<Record<string, string>> = API_HEADERS;
+
 /** The headers of every response (contract §1, §7), set before anything else can answer. */
 export function standardHeadersFor(
   trustedOrigins: readonly string[],
@@ -91,15 +107,8 @@ export function standardHeadersFor(
   return (request, reply) => {
     reply.headers(request.url.startsWith('/api') ? API_HEADERS : SECURITY_HEADERS);
     reply.header('x-request-id', request.id);
-    const origin = request.headers.origin;
-    // contract §7: CORS only for TRUSTED_ORIGINS, with credentials.
-    if (origin !== undefined && trusted.has(origin)) {
-      reply.headers({
-        'access-control-allow-origin': origin,
-        'access-control-allow-credentials': 'true',
-        vary: 'Origin',
-      });
-    }
+    const cors = corsHeaders(request.headers.origin, trusted);
+    if (cors !== null) reply.headers(cors);
   };
 }
 

@@ -70,7 +70,25 @@ export function cachedSqliteSessions(
     if (cache.size > capacity) cache.delete(cache.keys().next().value as string);
   };
 
+  /** The cached answer after catching up with other processes; undefined on a miss. */
+  const cached = (idHash: Buffer, now: number): SessionRecord | null | undefined => {
+    syncWithOthers();
+    const key = idHash.toString('hex');
+    const record = cache.get(key);
+    if (record === undefined) return undefined;
+    if (record.expiresAt > now) return record;
+    cache.delete(key);
+    return null;
+  };
+
   return {
+    peek: (idHash, now) => {
+      try {
+        return cached(idHash, now);
+      } catch {
+        return undefined; // the asynchronous path will report the failure
+      }
+    },
     create: (s) =>
       call(() => {
         insert.run(s.idHash, s.username, s.createdAt, s.expiresAt);
@@ -78,18 +96,12 @@ export function cachedSqliteSessions(
       }),
     get: (idHash, now) =>
       call(() => {
-        syncWithOthers();
-        const key = idHash.toString('hex');
-        const cached = cache.get(key);
-        if (cached !== undefined) {
-          if (cached.expiresAt > now) return cached;
-          cache.delete(key);
-          return null;
-        }
+        const known = cached(idHash, now);
+        if (known !== undefined) return known;
         const row = select.get(idHash, now);
         if (row === undefined) return null;
         const record = { username: String(row['username']), expiresAt: Number(row['expires_at']) };
-        remember(key, record);
+        remember(idHash.toString('hex'), record);
         return record;
       }),
     delete: (idHash) =>

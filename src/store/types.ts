@@ -23,6 +23,11 @@ export interface SessionStore {
   create(session: NewSession): Promise<void>;
   /** The session, or null when absent or expired at `now`. */
   get(idHash: Buffer, now: number): Promise<SessionRecord | null>;
+  /**
+   * Optional, synchronous: the answer `get` would give, when it can be known from memory with the
+   * same exactness; undefined when the store itself must be asked.
+   */
+  peek?(idHash: Buffer, now: number): SessionRecord | null | undefined;
   /** One atomic delete; true when a session was there. */
   delete(idHash: Buffer): Promise<boolean>;
   /** Deletes every session of a user at once; returns how many. */
