@@ -23,6 +23,8 @@ export interface SoakOptions {
   readonly rate: number;
   /** Length of one measuring window. */
   readonly windowSeconds: number;
+  /** Load before measuring starts (not in the windows; errors still count). */
+  readonly warmupSeconds: number;
 }
 
 export interface SoakWindow {
@@ -201,8 +203,19 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const started = Date.now();
     const interval = 1000 / options.rate;
     let sent = 0;
+    // The warm-up runs the same load (its errors count) but is not measured: the first window would
+    // otherwise compare JIT-cold latencies with warm ones.
+    const measureFrom = started + options.warmupSeconds * 1000;
+    let warming = options.warmupSeconds > 0;
     let windowStart = Date.now();
-    while (Date.now() - started < options.seconds * 1000) {
+    while (Date.now() - started < (options.warmupSeconds + options.seconds) * 1000) {
+      if (warming && Date.now() >= measureFrom) {
+        warming = false;
+        latencies = [];
+        windowErrors = 0;
+        windowRequests = 0;
+        windowStart = Date.now();
+      }
       const due = started + sent * interval;
       const wait = due - Date.now();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
@@ -213,10 +226,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       });
       inFlight.add(p);
       void p.finally(() => inFlight.delete(p));
-      if (Date.now() - windowStart >= options.windowSeconds * 1000) {
+      if (!warming && Date.now() - windowStart >= options.windowSeconds * 1000) {
         const sorted = latencies.sort((a, b) => a - b);
         windows.push({
-          second: Math.round((Date.now() - started) / 1000),
+          second: Math.round((Date.now() - measureFrom) / 1000),
           requests: windowRequests,
           errors: windowErrors,
           p50: Math.round(percentile(sorted, 50) * 100) / 100,
@@ -274,14 +287,20 @@ export function rssSlopeMiBPerMinute(windows: readonly SoakWindow[]): number {
 if (import.meta.main) {
   const seconds = Number(process.env['SOAK_SECONDS'] ?? 600);
   const rate = Number(process.env['SOAK_RATE'] ?? 400);
-  const result = await runSoak({ seconds, rate, windowSeconds: seconds >= 120 ? 60 : 5 });
+  const warmup = Number(process.env['SOAK_WARMUP_SECONDS'] ?? 30);
+  const result = await runSoak({
+    seconds,
+    rate,
+    windowSeconds: seconds >= 120 ? 60 : 5,
+    warmupSeconds: warmup,
+  });
   const first = result.windows[0];
   const last = result.windows.at(-1);
   const p99Change =
     first !== undefined && last !== undefined && first.p99 > 0 ? (last.p99 - first.p99) / first.p99 : 0;
   const slope = rssSlopeMiBPerMinute(result.windows.slice(1));
   const lines = [
-    `# Soak: ${seconds} s at ${rate} req/s (80% check, 15% group reads, 5% login+logout)`,
+    `# Soak: ${seconds} s at ${rate} req/s (80% check, 15% group reads, 5% login+logout), after ${warmup} s of warm-up`,
     '',
     `Date ${new Date().toISOString()}; Node ${process.version}.`,
     '',

@@ -141,8 +141,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerWebClient(fastify);
 
   const imap = config.imap.host === null ? null : imapSettings(config);
+  // One TLS context for every probe, as for logins (it parses the system's root certificates).
+  const probeTls = imap === null ? null : imapTlsOptions(imap);
   const imapProbe =
-    imap === null ? null : cachedProbe(() => probeImap(imap, imapTlsOptions(imap)), READY_PROBE_TTL_MS);
+    imap === null || probeTls === null
+      ? null
+      : cachedProbe(() => probeImap(imap, probeTls), READY_PROBE_TTL_MS);
   registerOps(fastify, { stores, imapProbe, metrics: config.metricsPort === null ? metrics : null });
   let closing = false;
   fastify.addHook('preClose', (done) => {

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { runSoak } from '../bench/soak.ts';
 
 test('20 s of mixed load: no error, sessions consistent, no leaked descriptors or runaway memory', async () => {
-  const result = await runSoak({ seconds: 20, rate: 150, windowSeconds: 5 });
+  const result = await runSoak({ seconds: 20, rate: 150, windowSeconds: 5, warmupSeconds: 2 });
   assert.deepEqual(result.errorSamples, []);
   assert.equal(result.errors, 0);
   assert.ok(result.requests >= 2000, `${result.requests} requests`);
