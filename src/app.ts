@@ -66,7 +66,16 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const fastify = Fastify({
     serverFactory: (handler, options) => {
       const server = createServer(options.http ?? {}, (request, response) => {
-        if (fast?.(request, response) !== true) handler(request, response);
+        let answered = false;
+        try {
+          answered = fast?.(request, response) === true;
+        } catch (err) {
+          // Never let the fast path take the process down: the Fastify route answers instead.
+          deps.logger.error({ err }, 'fast path failed');
+        }
+        if (answered) return;
+        if (!response.headersSent) handler(request, response);
+        else if (!response.writableEnded) response.destroy(); // half-written: the client must not wait
       });
       // What Fastify does for the servers it makes itself.
       server.keepAliveTimeout = config.http.keepAliveTimeoutMs;
