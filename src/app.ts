@@ -7,8 +7,8 @@ import type { Logger } from 'pino';
 import type { LoginDeps } from './auth.ts';
 import type { Config } from './config.ts';
 import { fastCheck } from './fast-check.ts';
-import { type Authenticator, imapSettings, imapTlsOptions } from './imap.ts';
-import { cachedProbe, probeImap } from './imap-probe.ts';
+import { type Authenticator, type ImapSettings, imapSettings, imapTlsOptions } from './imap.ts';
+import { cachedProbe, type ProbeResult, probeImap } from './imap-probe.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { authEndpoints } from './routes/auth.ts';
 import { groupEndpoints } from './routes/groups.ts';
@@ -51,6 +51,12 @@ function isPublished(url: string): boolean {
 /** The route as a metric label: the pattern without its regex, or `unmatched` for 404s. */
 function routeLabel(url: string | undefined): string {
   return url === undefined ? 'unmatched' : url.replace(/\(\^[^)]*\)/g, '');
+}
+
+/** The cached IMAP probe of /readyz; one TLS context for every probe, as for logins. */
+function readinessProbe(imap: ImapSettings): { check(): Promise<ProbeResult> } {
+  const tls = imapTlsOptions(imap);
+  return cachedProbe(() => probeImap(imap, tls), READY_PROBE_TTL_MS);
 }
 
 function trustHops(hops: number): (address: string, hop: number) => boolean {
@@ -149,13 +155,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   registerWebClient(fastify);
 
-  const imap = config.imap.host === null ? null : imapSettings(config);
-  // One TLS context for every probe, as for logins (it parses the system's root certificates).
-  const probeTls = imap === null ? null : imapTlsOptions(imap);
-  const imapProbe =
-    imap === null || probeTls === null
-      ? null
-      : cachedProbe(() => probeImap(imap, probeTls), READY_PROBE_TTL_MS);
+  const imapProbe = config.imap.host === null ? null : readinessProbe(imapSettings(config));
   registerOps(fastify, { stores, imapProbe, metrics: config.metricsPort === null ? metrics : null });
   let closing = false;
   fastify.addHook('preClose', (done) => {

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { readCookies } from './cookies.ts';
 import type { Metrics } from './metrics.ts';
 import type { Sessions } from './sessions.ts';
-import { API_RESPONSE_HEADERS, corsHeaders, JSON_TYPE, requestId } from './wire.ts';
+import { API_HEADERS, corsHeaders, JSON_TYPE, requestId } from './wire.ts';
 
 export interface FastCheckDeps {
   readonly sessions: Sessions;
@@ -47,7 +47,7 @@ export function fastCheck(
     const status = username === null ? 403 : 200;
     const body = username === null ? LOGGED_OUT : JSON.stringify(username);
     const headers: Record<string, string | number> = {
-      ...API_RESPONSE_HEADERS,
+      ...API_HEADERS,
       'x-request-id': id,
       ...corsHeaders(request.headers.origin, trusted),
       allow: ALLOW,

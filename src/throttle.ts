@@ -90,10 +90,11 @@ export class LoginThrottle {
     password: string,
     outcome: 'success' | 'bad_credentials' | 'other',
   ): Promise<void> {
+    // One HMAC for both uses below.
+    const fingerprint = this.fingerprint(username, password);
     try {
       const now = this.#now();
       if (outcome === 'bad_credentials') {
-        const fingerprint = this.fingerprint(username, password);
         await this.#store.recordFailure(
           [userKey(username), ipKey(clientIp)],
           fingerprint,
@@ -107,7 +108,7 @@ export class LoginThrottle {
         ]);
       }
     } finally {
-      this.#adjust(username, this.fingerprint(username, password), -1);
+      this.#adjust(username, fingerprint, -1);
     }
   }
 

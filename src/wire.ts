@@ -31,7 +31,8 @@ const SECURITY_HEADERS = {
   'referrer-policy': 'same-origin',
   'cross-origin-opener-policy': 'same-origin',
 } as const;
-const API_HEADERS = { ...SECURITY_HEADERS, 'cache-control': 'no-store' } as const;
+/** The headers of every /api response before the endpoint's own: security and caching. */
+export const API_HEADERS = { ...SECURITY_HEADERS, 'cache-control': 'no-store' } as const;
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -95,9 +96,6 @@ export function corsHeaders(
     vary: 'Origin',
   };
 }
-
-/** The headers of every /api response before the endpoint's own: security, caching, no CORS. */
-export const API_RESPONSE_HEADERS: Readonly<Record<string, string>> = API_HEADERS;
 
 /** The headers of every response (contract §1, §7), set before anything else can answer. */
 export function standardHeadersFor(
