@@ -2,8 +2,13 @@
 // in another process takes effect on the very next request (contract §2). Two apps on one database
 // file have two SQLite connections, as two processes (or the admin CLI) would.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runCli } from '../src/cli/main.ts';
+import { migrateSqlite, openSqliteDatabase } from '../src/store/sqlite.ts';
+import { cachedSqliteSessions } from '../src/store/sqlite-sessions.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 
 describe('the session cache across processes', {
@@ -78,6 +83,62 @@ describe('the session cache across processes', {
       assert.equal((await check(t, cookie)).statusCode, 403);
     } finally {
       await t.close();
+    }
+  });
+});
+
+// Issue 12, defect 4: the cache stored the new data_version before reading the log, so one failed
+// read (SQLITE_BUSY) meant the log was never read and a deleted session answered from memory until
+// some other connection committed. Two connections to one file, the second with a log read that
+// fails once on demand.
+describe('the session cache when reading the deletion log fails', () => {
+  test('a deleted session is refused after the failure, though nothing else commits', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'clubhouse-cache-'));
+    const file = join(dir, 'db.sqlite');
+    const dbA = openSqliteDatabase(file);
+    migrateSqlite(dbA);
+    const dbB = openSqliteDatabase(file);
+    let armed = false;
+    const flaky = new Proxy(dbB, {
+      get(target, key) {
+        if (key !== 'prepare') return Reflect.get(target, key, target);
+        return (sql: string) => {
+          const statement = target.prepare(sql);
+          if (!sql.includes('FROM session_deletions WHERE seq >')) return statement;
+          return new Proxy(statement, {
+            get(inner, name) {
+              const value = Reflect.get(inner, name, inner);
+              if (name !== 'all') return typeof value === 'function' ? value.bind(inner) : value;
+              return (...args: unknown[]) => {
+                if (armed) {
+                  armed = false;
+                  throw Object.assign(new Error('database is locked'), { errcode: 5 });
+                }
+                return inner.all(...(args as [number]));
+              };
+            },
+          });
+        };
+      },
+    });
+    const call = async <T>(work: () => T): Promise<T> => work();
+    const a = cachedSqliteSessions(dbA, call);
+    const b = cachedSqliteSessions(flaky, call);
+    try {
+      const now = Date.now();
+      const idHash = Buffer.alloc(32, 7);
+      dbA.prepare('INSERT INTO users (username, active, created_at) VALUES (?, 1, ?)').run('alice', now);
+      await a.create({ idHash, username: 'alice', createdAt: now, expiresAt: now + 60_000 });
+      assert.equal((await b.get(idHash, now))?.username, 'alice', 'cached in B');
+      assert.equal(await a.delete(idHash), true);
+      armed = true;
+      await assert.rejects(b.get(idHash, now), /database is locked/);
+      assert.equal(armed, false, 'the log read was attempted and failed');
+      assert.equal(await b.get(idHash, now), null, 'B must read the log it missed');
+    } finally {
+      dbB.close();
+      dbA.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

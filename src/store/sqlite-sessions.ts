@@ -62,8 +62,10 @@ export function cachedSqliteSessions(
   const syncWithOthers = () => {
     const current = Number((dataVersion.get() as unknown as unknown[])[0]);
     if (current === version) return;
-    version = current;
+    // Only once the log is read: if reading it fails (SQLITE_BUSY), the next request must try again
+    // rather than trust a cache that may hold sessions deleted meanwhile (issue 12, defect 4).
     readLog();
+    version = current;
   };
   const remember = (key: string, record: SessionRecord) => {
     cache.set(key, record);
