@@ -180,7 +180,7 @@ export function validateImport(json: unknown, usernameCase: UsernameCase): Impor
     groups.push(group);
   }
 
-  const users: { username: string; active: boolean }[] = [];
+  const users: { username: string; active: boolean | null }[] = [];
   const usernames = new Map<string, string>();
   for (const [index, entry] of list(json, 'users', problems).entries()) {
     const path = `users[${index}]`;
@@ -192,8 +192,9 @@ export function validateImport(json: unknown, usernameCase: UsernameCase): Impor
     unknownFields(entry, USER_FIELDS, path, problems);
     const checked = checkUsername(entry['username'], usernameCase);
     if ('reason' in checked) problems.push({ path: `${path}.username`, reason: checked.reason });
-    const active = entry['active'] === undefined ? true : entry['active'];
-    if (typeof active !== 'boolean')
+    // contract §4: a missing `active` keeps the flag; only `"active": true` re-enables a user.
+    const active = entry['active'] === undefined ? null : entry['active'];
+    if (active !== null && typeof active !== 'boolean')
       problems.push({ path: `${path}.active`, reason: 'must be true or false' });
     if (problems.length > before || !('username' in checked)) continue;
     const same = usernames.get(checked.username);
@@ -202,7 +203,7 @@ export function validateImport(json: unknown, usernameCase: UsernameCase): Impor
       continue;
     }
     usernames.set(checked.username, path);
-    users.push({ username: checked.username, active: active as boolean });
+    users.push({ username: checked.username, active: active as boolean | null });
   }
 
   const memberships: Membership[] = [];
@@ -269,7 +270,7 @@ export async function applyImport(
   // session deleted here. Sessions may live elsewhere (Redis), so this cannot be in the transaction;
   // if it fails, the error says so and running the (idempotent) import again finishes the job.
   for (const user of validation.data.users) {
-    if (!user.active) await stores.sessions.revokeUser(user.username);
+    if (user.active === false) await stores.sessions.revokeUser(user.username);
   }
   return { ok: true, counts };
 }

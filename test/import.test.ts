@@ -276,7 +276,8 @@ describe('import files (contract §4)', () => {
     const preserved = validateImport({ users: [{ username: ' Bob ' }] }, 'preserve');
     assert.deepEqual(preserved, {
       ok: true,
-      data: { groups: [], users: [{ username: 'Bob', active: true }], memberships: [] },
+      // contract §4: no `active` in the file means "leave the flag as it is" (null), not true.
+      data: { groups: [], users: [{ username: 'Bob', active: null }], memberships: [] },
     });
   });
 

@@ -443,6 +443,23 @@ for (const backend of storeBackends(postgres, redis)) {
         ],
       };
 
+      test('a user entry without active leaves the flag as it is; a new one is created active (§4)', async () => {
+        assert.equal((await applyImport(stores, FILE, 'lower')).ok, true);
+        const outcome = await applyImport(
+          stores,
+          { users: [{ username: 'dave' }, { username: 'finn' }] },
+          'lower',
+        );
+        assert.deepEqual(outcome, { ok: true, counts: { groups: 0, users: 2, memberships: 0 } });
+        assert.equal((await stores.users.get('dave'))?.active, false, 'an import never re-enables unasked');
+        assert.equal((await stores.users.get('finn'))?.active, true);
+        assert.equal(
+          (await applyImport(stores, { users: [{ username: 'dave', active: true }] }, 'lower')).ok,
+          true,
+        );
+        assert.equal((await stores.users.get('dave'))?.active, true, '"active": true does re-enable');
+      });
+
       test('a round trip: import, export, import the export elsewhere, export again', async () => {
         assert.deepEqual(await applyImport(stores, FILE, 'lower'), {
           ok: true,

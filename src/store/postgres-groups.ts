@@ -125,10 +125,18 @@ async function importInto(client: pg.PoolClient, data: ImportData) {
   if (groups.length > 0) await run(UPSERT_GROUPS, groupColumns(groups));
   if (data.users.length > 0) {
     // Sessions of users disabled here are revoked by applyImport, after the commit (contract §2).
+    // A null flag creates the user active and leaves an existing one's flag alone (contract §4).
+    const columns = [data.users.map((u) => u.username), data.users.map((u) => u.active)];
     await run(
-      `INSERT INTO users (username, active, created_at) SELECT u, a, $3 FROM unnest($1::text[], $2::boolean[]) AS f(u, a)
-        ON CONFLICT (username) DO UPDATE SET active = excluded.active`,
-      [data.users.map((u) => u.username), data.users.map((u) => u.active), now],
+      `INSERT INTO users (username, active, created_at)
+        SELECT u, coalesce(a, true), $3 FROM unnest($1::text[], $2::boolean[]) AS f(u, a)
+        ON CONFLICT (username) DO NOTHING`,
+      [...columns, now],
+    );
+    await run(
+      `UPDATE users SET active = f.a FROM unnest($1::text[], $2::boolean[]) AS f(u, a)
+        WHERE users.username = f.u AND f.a IS NOT NULL AND users.active IS DISTINCT FROM f.a`,
+      columns,
     );
   }
   const missing = await run(

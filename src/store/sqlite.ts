@@ -239,7 +239,9 @@ function groupStore(db: DatabaseSync): GroupStore {
     'INSERT INTO users (username, active, created_at) VALUES (?, 1, ?) ON CONFLICT (username) DO NOTHING',
   );
   const upsertUser = db.prepare(
-    'INSERT INTO users (username, active, created_at) VALUES (?, ?, ?) ON CONFLICT (username) DO UPDATE SET active = excluded.active',
+    // A null flag creates the user active and leaves an existing one's flag alone (contract §4).
+    `INSERT INTO users (username, active, created_at) VALUES (?1, coalesce(?2, 1), ?3)
+      ON CONFLICT (username) DO UPDATE SET active = coalesce(?2, users.active)`,
   );
   const upsertMembership = db.prepare(`INSERT INTO memberships (username, group_id, status) VALUES (?, ?, ?)
     ON CONFLICT (username, group_id) DO UPDATE SET status = excluded.status`);
@@ -311,7 +313,9 @@ function groupStore(db: DatabaseSync): GroupStore {
           });
           // Sessions of users disabled here are revoked by applyImport, after the commit (contract §2),
           // so that it works wherever the sessions live.
-          for (const user of data.users) upsertUser.run(user.username, user.active ? 1 : 0, now);
+          for (const user of data.users) {
+            upsertUser.run(user.username, user.active === null ? null : user.active ? 1 : 0, now);
+          }
           data.memberships.forEach((membership, index) => {
             if (groupExists.get(membership.group) === undefined) {
               problems.push({

@@ -95,7 +95,8 @@ export interface Membership {
 
 export interface ImportData {
   readonly groups: readonly Group[];
-  readonly users: readonly { username: string; active: boolean }[];
+  /** `active: null` (no `active` in the file) leaves an existing user's flag as it is (contract §4). */
+  readonly users: readonly { username: string; active: boolean | null }[];
   readonly memberships: readonly Membership[];
 }
 
