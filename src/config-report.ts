@@ -1,41 +1,12 @@
 // `clubhouse config check`: the effective settings with secrets masked, and what looks risky.
 import { type Config, isLoopbackHost } from './config.ts';
-
-/** A URL with its password replaced by `***`. */
-export function maskUrl(url: string): string {
-  return url.replace(/^([a-z]+:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
-}
+import { presentSetting, settingRows } from './settings.ts';
 
 /** The settings as an operator would write them, secrets masked, and the warnings about them. */
 export function configReport(config: Config): { settings: Record<string, string>; warnings: string[] } {
-  const settings: Record<string, string> = {
-    HOST: config.host,
-    PORT: String(config.port),
-    WORKERS: String(config.workers),
-    DATABASE_URL: maskUrl(config.databaseUrl),
-    SESSION_STORE: config.sessionStore === null ? '(the database)' : maskUrl(config.sessionStore),
-    SQLITE_BUSY_TIMEOUT_MS: String(config.sqliteBusyTimeoutMs),
-    IMAP_HOST: config.imap.host ?? '(unset)',
-    IMAP_PORT: String(config.imap.port),
-    IMAP_SECURITY: config.imap.security,
-    IMAP_CA_FILE: config.imap.caFile ?? '(system roots only)',
-    IMAP_TIMEOUT_MS: String(config.imap.timeoutMs),
-    IMAP_MAX_CONCURRENCY: String(config.imap.maxConcurrency),
-    IMAP_QUEUE_LIMIT: String(config.imap.queueLimit),
-    IMAP_FORWARD_CLIENT_IP: String(config.imap.forwardClientIp),
-    COOKIE_SECURE: String(config.cookieSecure),
-    TRUSTED_ORIGINS: config.trustedOrigins.join(',') || '(none)',
-    TRUST_PROXY: Array.isArray(config.trustProxy) ? config.trustProxy.join(',') : String(config.trustProxy),
-    USERNAME_CASE: config.usernameCase,
-    ALLOW_NEW_USERS: String(config.allowNewUsers),
-    THROTTLE_USER_FAILURES: String(config.throttle.userFailures),
-    THROTTLE_IP_FAILURES: String(config.throttle.ipFailures),
-    THROTTLE_WINDOW_SECONDS: String(config.throttle.windowSeconds),
-    SECRET_KEY: config.secretKey === null ? '(random, kept in the database)' : '***',
-    METRICS_PORT: config.metricsPort === null ? '(on the main port)' : String(config.metricsPort),
-    LOG_LEVEL: config.logLevel,
-    SHUTDOWN_GRACE_MS: String(config.shutdownGraceMs),
-  };
+  // Every row of the settings table, so that a new setting cannot be missing here.
+  const settings: Record<string, string> = {};
+  for (const [name] of settingRows()) settings[name] = presentSetting(name, config.settings[name]);
   const warnings: string[] = [];
   if (config.imap.host === null) warnings.push('IMAP_HOST is not set: the server will not start.');
   if (config.imap.security === 'plain') {

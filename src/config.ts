@@ -1,12 +1,16 @@
 // Settings (contract §6): parsed once, validated, frozen. Nothing else reads process.env.
 import { existsSync, readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
 import { parse as parseDotenv } from 'dotenv';
+import { customCleanEnv } from 'envalid';
+import {
+  type ImapSecurity,
+  type LogLevel,
+  SETTINGS,
+  type TrustProxy,
+  type UsernameCase,
+} from './settings.ts';
 
-export type ImapSecurity = 'tls' | 'starttls' | 'plain';
-export type UsernameCase = 'lower' | 'preserve';
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-export type TrustProxy = boolean | number | string[];
+export type { ImapSecurity, LogLevel, TrustProxy, UsernameCase } from './settings.ts';
 
 export interface Config {
   readonly host: string;
@@ -52,6 +56,8 @@ export interface Config {
     readonly requestTimeoutMs: number;
     readonly keepAliveTimeoutMs: number;
   };
+  /** Every setting of the table as parsed (for `clubhouse config check`). */
+  readonly settings: CleanedSettings;
 }
 
 export class ConfigError extends Error {
@@ -65,8 +71,6 @@ export class ConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
 /** Reads `.env` (when present) under the real environment: a variable set in the environment wins. */
 export function environmentWithDotenv(env: Env = process.env, dotenvPath = '.env'): Env {
   if (!existsSync(dotenvPath)) return env;
@@ -74,162 +78,106 @@ export function environmentWithDotenv(env: Env = process.env, dotenvPath = '.env
   return { ...fromFile, ...env };
 }
 
+/** The settings of the table parsed from `env` (surrounding white space trimmed, empty = unset). */
+export function parseSettings(env: Env): CleanedSettings {
+  const trimmed: Record<string, string> = {};
+  for (const name of Object.keys(SETTINGS)) {
+    const value = env[name]?.trim();
+    if (value !== undefined && value !== '') trimmed[name] = value;
+  }
+  return customCleanEnv(trimmed, SETTINGS, (cleaned) => cleaned, {
+    reporter: ({ errors }) => {
+      // The first bad variable in table order, as one line naming it.
+      for (const name of Object.keys(SETTINGS)) {
+        const error = (errors as Record<string, Error | undefined>)[name];
+        if (error !== undefined) throw new ConfigError(name, error.message);
+      }
+    },
+  });
+}
+
+export type CleanedSettings = ReturnType<typeof cleanSettings>;
+// Only for its type: what customCleanEnv returns for SETTINGS.
+const cleanSettings = (env: Record<string, string>) => customCleanEnv(env, SETTINGS, (cleaned) => cleaned);
+
 /** Parses and validates every setting; throws `ConfigError` naming the first bad variable. */
 export function loadConfig(env: Env): Config {
-  const read = (name: string): string | undefined => {
-    const value = env[name]?.trim();
-    return value === '' ? undefined : value;
-  };
-  const integer = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = read(name);
-    if (raw === undefined) return fallback;
-    if (!/^[0-9]+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-      throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got "${raw}"`);
-    }
-    return Number(raw);
-  };
-  const boolean = (name: string, fallback: boolean): boolean => {
-    const raw = read(name)?.toLowerCase();
-    if (raw === undefined) return fallback;
-    if (['true', '1', 'yes', 'on'].includes(raw)) return true;
-    if (['false', '0', 'no', 'off'].includes(raw)) return false;
-    throw new ConfigError(name, `expected true or false, got "${raw}"`);
-  };
-  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
-    const raw = read(name)?.toLowerCase();
-    if (raw === undefined) return fallback;
-    const found = allowed.find((value) => value === raw);
-    if (found === undefined)
-      throw new ConfigError(name, `expected one of ${allowed.join(', ')}, got "${raw}"`);
-    return found;
-  };
-
-  const databaseUrl = read('DATABASE_URL') ?? 'sqlite:data/clubhouse.db';
-  if (!/^(sqlite:.+|postgres(ql)?:\/\/.+)$/.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL', 'expected sqlite:PATH or postgres://…');
-  }
-  const sessionStore = read('SESSION_STORE') ?? null;
-  if (sessionStore !== null && !/^rediss?:\/\/.+/.test(sessionStore)) {
-    throw new ConfigError(
-      'SESSION_STORE',
-      'expected redis://… (or leave unset to keep sessions in the database)',
-    );
-  }
-
-  const imapHost = read('IMAP_HOST') ?? null;
-  const security = oneOf<ImapSecurity>('IMAP_SECURITY', ['tls', 'starttls', 'plain'], 'tls');
-  const allowPlaintext = boolean('IMAP_ALLOW_PLAINTEXT', false);
+  const s = parseSettings(env);
+  const imapHost = s.IMAP_HOST ?? null;
   // contract §6: a password in clear over the network is a misconfiguration unless asked for by name.
-  if (security === 'plain' && imapHost !== null && !isLoopbackHost(imapHost) && !allowPlaintext) {
+  if (
+    s.IMAP_SECURITY === 'plain' &&
+    imapHost !== null &&
+    !isLoopbackHost(imapHost) &&
+    !s.IMAP_ALLOW_PLAINTEXT
+  ) {
     throw new ConfigError(
       'IMAP_SECURITY',
       `plain sends passwords in clear; allowed only to a loopback host, or with IMAP_ALLOW_PLAINTEXT=true (IMAP_HOST is "${imapHost}")`,
     );
   }
-  const forwardClientIp = boolean('IMAP_FORWARD_CLIENT_IP', false);
   // contract §5: the client's address travels only inside TLS; imapflow sends ID before STARTTLS.
-  if (forwardClientIp && security !== 'tls') {
+  if (s.IMAP_FORWARD_CLIENT_IP && s.IMAP_SECURITY !== 'tls') {
     throw new ConfigError(
       'IMAP_FORWARD_CLIENT_IP',
       'needs IMAP_SECURITY=tls (the ID command would travel before TLS)',
     );
   }
-  const caFile = read('IMAP_CA_FILE') ?? null;
-  if (caFile !== null && !existsSync(caFile))
-    throw new ConfigError('IMAP_CA_FILE', `no such file "${caFile}"`);
-  const defaultImapPort = security === 'tls' ? 993 : 143;
-
-  const metricsPort = read('METRICS_PORT') === undefined ? null : integer('METRICS_PORT', 0, 1, 65535);
-
-  const config: Config = {
-    host: read('HOST') ?? '127.0.0.1',
-    port: integer('PORT', 8000, 0, 65535),
-    workers: integer('WORKERS', 1, 1, 64),
-    databaseUrl,
-    sessionStore,
-    redisKeyPrefix: read('REDIS_KEY_PREFIX') ?? 'clubhouse:',
-    sqliteBusyTimeoutMs: integer('SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 60_000),
-    imap: {
-      host: imapHost,
-      port: integer('IMAP_PORT', defaultImapPort, 1, 65535),
-      security,
-      allowPlaintext,
-      caFile,
-      timeoutMs: integer('IMAP_TIMEOUT_MS', 5000, 100, 120_000),
-      maxConcurrency: integer('IMAP_MAX_CONCURRENCY', 32, 1, 1024),
-      queueLimit: integer('IMAP_QUEUE_LIMIT', 1000, 0, 100_000),
-      forwardClientIp,
-    },
-    cookieSecure: boolean('COOKIE_SECURE', false),
-    trustedOrigins: parseTrustedOrigins(read('TRUSTED_ORIGINS')),
-    trustProxy: parseTrustProxy(read('TRUST_PROXY')),
-    logLevel: oneOf<LogLevel>('LOG_LEVEL', LOG_LEVELS, 'info'),
-    usernameCase: oneOf<UsernameCase>('USERNAME_CASE', ['lower', 'preserve'], 'lower'),
-    allowNewUsers: boolean('ALLOW_NEW_USERS', true),
-    throttle: {
-      userFailures: integer('THROTTLE_USER_FAILURES', 5, 1, 1_000_000),
-      ipFailures: integer('THROTTLE_IP_FAILURES', 50, 1, 1_000_000),
-      windowSeconds: integer('THROTTLE_WINDOW_SECONDS', 900, 1, 86_400),
-    },
-    secretKey: read('SECRET_KEY') ?? null,
-    metricsPort,
-    shutdownGraceMs: integer('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
-    http: {
-      headersTimeoutMs: integer('HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
-      requestTimeoutMs: integer('REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
-      keepAliveTimeoutMs: integer('KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 600_000),
-    },
-  };
-  if (config.http.headersTimeoutMs > config.http.requestTimeoutMs) {
+  if (s.HEADERS_TIMEOUT_MS > s.REQUEST_TIMEOUT_MS) {
     throw new ConfigError(
       'HEADERS_TIMEOUT_MS',
       'must not exceed REQUEST_TIMEOUT_MS (the headers are part of the request)',
     );
   }
-  if (config.secretKey !== null && config.secretKey.length < 32) {
-    throw new ConfigError('SECRET_KEY', 'expected at least 32 characters');
-  }
+  const config: Config = {
+    host: s.HOST,
+    port: s.PORT,
+    workers: s.WORKERS,
+    databaseUrl: s.DATABASE_URL,
+    sessionStore: s.SESSION_STORE ?? null,
+    redisKeyPrefix: s.REDIS_KEY_PREFIX,
+    sqliteBusyTimeoutMs: s.SQLITE_BUSY_TIMEOUT_MS,
+    imap: {
+      host: imapHost,
+      port: s.IMAP_PORT ?? (s.IMAP_SECURITY === 'tls' ? 993 : 143),
+      security: s.IMAP_SECURITY,
+      allowPlaintext: s.IMAP_ALLOW_PLAINTEXT,
+      caFile: s.IMAP_CA_FILE ?? null,
+      timeoutMs: s.IMAP_TIMEOUT_MS,
+      maxConcurrency: s.IMAP_MAX_CONCURRENCY,
+      queueLimit: s.IMAP_QUEUE_LIMIT,
+      forwardClientIp: s.IMAP_FORWARD_CLIENT_IP,
+    },
+    cookieSecure: s.COOKIE_SECURE,
+    trustedOrigins: s.TRUSTED_ORIGINS,
+    trustProxy: s.TRUST_PROXY,
+    logLevel: s.LOG_LEVEL,
+    usernameCase: s.USERNAME_CASE,
+    allowNewUsers: s.ALLOW_NEW_USERS,
+    throttle: {
+      userFailures: s.THROTTLE_USER_FAILURES,
+      ipFailures: s.THROTTLE_IP_FAILURES,
+      windowSeconds: s.THROTTLE_WINDOW_SECONDS,
+    },
+    secretKey: s.SECRET_KEY ?? null,
+    metricsPort: s.METRICS_PORT ?? null,
+    shutdownGraceMs: s.SHUTDOWN_GRACE_MS,
+    http: {
+      headersTimeoutMs: s.HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: s.REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: s.KEEP_ALIVE_TIMEOUT_MS,
+    },
+    settings: s,
+  };
   return deepFreeze(config);
 }
 
-function parseTrustedOrigins(raw: string | undefined): string[] {
-  if (raw === undefined) return [];
-  return raw
-    .split(',')
-    .map((item) => item.trim())
-    .filter((item) => item !== '')
-    .map((item) => {
-      let url: URL;
-      try {
-        url = new URL(item);
-      } catch {
-        throw new ConfigError('TRUSTED_ORIGINS', `"${item}" is not an origin like https://example.org`);
-      }
-      if (!['http:', 'https:'].includes(url.protocol) || url.origin !== item.replace(/\/$/, '')) {
-        throw new ConfigError('TRUSTED_ORIGINS', `"${item}" is not an origin like https://example.org`);
-      }
-      return url.origin;
-    });
-}
-
-function parseTrustProxy(raw: string | undefined): TrustProxy {
-  if (raw === undefined || raw === 'false') return false;
-  if (raw === 'true') return true;
-  if (/^[0-9]+$/.test(raw)) return Number(raw);
-  const entries = raw.split(',').map((item) => item.trim());
-  for (const entry of entries) {
-    const [address, prefix] = entry.split('/');
-    const family = isIP(address ?? '');
-    const prefixOk =
-      prefix === undefined || (/^[0-9]+$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
-    if (family === 0 || !prefixOk) {
-      throw new ConfigError(
-        'TRUST_PROXY',
-        `expected false, true, a hop count, or addresses/CIDRs, got "${entry}"`,
-      );
-    }
+/** The IMAP server's host name; serving needs it (the admin CLI does not). */
+export function requireImapHost(config: Config): string {
+  if (config.imap.host === null) {
+    throw new ConfigError('IMAP_HOST', 'required: the IMAP server that checks passwords');
   }
-  return entries;
+  return config.imap.host;
 }
 
 /** True for names and addresses that cannot leave this machine. */

@@ -6,7 +6,7 @@ import { isIP } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { ImapFlow } from 'imapflow';
 import { CircuitBreaker } from './breaker.ts';
-import type { Config } from './config.ts';
+import { type Config, requireImapHost } from './config.ts';
 import { Limiter, QueueFullError, QueueTimeoutError } from './limiter.ts';
 
 /** Why a login failed (contract §3); the client always sees one 403, the log and metrics see this. */
@@ -39,8 +39,7 @@ export interface ImapSettings {
 
 /** The IMAP options of the settings; throws when IMAP_HOST is unset (serving needs it). */
 export function imapSettings(config: Config): ImapSettings {
-  if (config.imap.host === null) throw new Error('IMAP_HOST is not set');
-  return { ...config.imap, host: config.imap.host };
+  return { ...config.imap, host: requireImapHost(config) };
 }
 
 export interface ImapTlsOptions {

@@ -3,15 +3,14 @@
 // this same file down to the server.
 import cluster from 'node:cluster';
 import { runPrimary } from './cluster.ts';
-import { type Config, ConfigError, environmentWithDotenv, loadConfig } from './config.ts';
+import { type Config, ConfigError, environmentWithDotenv, loadConfig, requireImapHost } from './config.ts';
 import { createLogger } from './logger.ts';
 import { startServer } from './server.ts';
 
 function configOrExit(): Config {
   try {
     const config = loadConfig(environmentWithDotenv());
-    if (config.imap.host === null)
-      throw new ConfigError('IMAP_HOST', 'required: the IMAP server that checks passwords');
+    requireImapHost(config);
     return config;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;

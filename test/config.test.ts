@@ -1,12 +1,15 @@
 // Contract §6: settings parsed once, validated, frozen; a bad value names its variable.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { README, withSettingsTable } from '../scripts/settings-table.ts';
 import { runCli } from '../src/cli/main.ts';
 import { ConfigError, environmentWithDotenv, loadConfig } from '../src/config.ts';
+import { configReport } from '../src/config-report.ts';
+import { SETTINGS, type SettingName } from '../src/settings.ts';
 
 describe('loadConfig', () => {
   test('defaults', () => {
@@ -187,5 +190,74 @@ describe('clubhouse config check', () => {
     const { code, err } = await run({ IMAP_TIMEOUT_MS: 'soon' });
     assert.equal(code, 2);
     assert.match(err, /IMAP_TIMEOUT_MS/);
+  });
+});
+
+// Issue 13: one table (src/settings.ts) is the parser's, the report's and the README's source.
+describe('the settings table', () => {
+  // A non-default valid value for every setting; a new setting must be added here too.
+  const OTHER_VALUES: Record<SettingName, string> = {
+    HOST: '0.0.0.0',
+    PORT: '8123',
+    WORKERS: '3',
+    DATABASE_URL: 'postgres://db.internal/clubhouse',
+    SESSION_STORE: 'redis://cache.internal:6379',
+    REDIS_KEY_PREFIX: 'other:',
+    SQLITE_BUSY_TIMEOUT_MS: '1234',
+    IMAP_HOST: 'mail.example.org',
+    IMAP_PORT: '1993',
+    IMAP_SECURITY: 'starttls',
+    IMAP_ALLOW_PLAINTEXT: 'true',
+    IMAP_CA_FILE: 'package.json',
+    IMAP_TIMEOUT_MS: '7000',
+    IMAP_MAX_CONCURRENCY: '8',
+    IMAP_QUEUE_LIMIT: '10',
+    IMAP_FORWARD_CLIENT_IP: 'true',
+    COOKIE_SECURE: 'true',
+    TRUSTED_ORIGINS: 'https://app.example.org',
+    TRUST_PROXY: '1',
+    USERNAME_CASE: 'preserve',
+    ALLOW_NEW_USERS: 'false',
+    THROTTLE_USER_FAILURES: '7',
+    THROTTLE_IP_FAILURES: '70',
+    THROTTLE_WINDOW_SECONDS: '600',
+    SECRET_KEY: 's'.repeat(40),
+    METRICS_PORT: '9100',
+    LOG_LEVEL: 'warn',
+    SHUTDOWN_GRACE_MS: '5000',
+    HEADERS_TIMEOUT_MS: '5000',
+    REQUEST_TIMEOUT_MS: '20000',
+    KEEP_ALIVE_TIMEOUT_MS: '5000',
+  };
+  // Settings that are only valid together with another one.
+  const COMPANIONS: Partial<Record<SettingName, Record<string, string>>> = {
+    IMAP_FORWARD_CLIENT_IP: { IMAP_SECURITY: 'tls' },
+  };
+  const withoutTable = (config: ReturnType<typeof loadConfig>) => {
+    const { settings: _settings, ...rest } = config;
+    return JSON.stringify(rest);
+  };
+
+  test('every setting of the table reaches the Config: a different value gives a different Config', () => {
+    assert.deepEqual(Object.keys(OTHER_VALUES).sort(), Object.keys(SETTINGS).sort());
+    for (const [name, value] of Object.entries(OTHER_VALUES)) {
+      const companions = COMPANIONS[name as SettingName] ?? {};
+      const base = loadConfig(companions);
+      const changed = loadConfig({ ...companions, [name]: value });
+      assert.notEqual(withoutTable(changed), withoutTable(base), `${name} is parsed but not used`);
+    }
+  });
+
+  test('config check lists every setting of the table, secrets masked', () => {
+    const { settings } = configReport(loadConfig({ ...OTHER_VALUES, IMAP_SECURITY: 'tls' }));
+    assert.deepEqual(Object.keys(settings), Object.keys(SETTINGS));
+    assert.equal(settings['SECRET_KEY'], '***');
+    assert.ok(!JSON.stringify(settings).includes('ssssssss'));
+  });
+
+  test('the README settings table is the rendering of the table (npm run docs:settings)', () => {
+    const readme = readFileSync(README, 'utf8');
+    assert.equal(readme, withSettingsTable(readme), 'run npm run docs:settings');
+    for (const name of Object.keys(SETTINGS)) assert.ok(readme.includes(`| \`${name}\` |`), name);
   });
 });

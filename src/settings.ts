@@ -1,0 +1,323 @@
+// Every setting, once (contract §6): name, default, meaning, how it is parsed and how it is shown.
+// `config.ts` builds the typed Config from this table, `clubhouse config check` lists it, and the
+// README's settings table is rendered from it (a test keeps the README equal to the rendering), so
+// the three cannot drift. Parsing is envalid's: each validator below only states its rule.
+import { existsSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { EnvError, makeValidator } from 'envalid';
+
+export type ImapSecurity = 'tls' | 'starttls' | 'plain';
+export type UsernameCase = 'lower' | 'preserve';
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+export type TrustProxy = boolean | number | string[];
+
+/** How `config check` prints a value: as is, a URL with its password masked, or only `***`. */
+type Secrecy = 'url' | 'value';
+
+interface Presentation {
+  /** What the README says for the default, and the report for an unset optional setting. */
+  readonly unset?: string;
+  readonly secret?: Secrecy;
+}
+
+const integer = (min: number, max: number) =>
+  makeValidator<number>((raw) => {
+    if (!/^[0-9]+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      throw new EnvError(`expected a whole number from ${min} to ${max}, got "${raw}"`);
+    }
+    return Number(raw);
+  });
+
+const boolean = makeValidator<boolean>((input) => {
+  const raw = input.toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(raw)) return true;
+  if (['false', '0', 'no', 'off'].includes(raw)) return false;
+  throw new EnvError(`expected true or false, got "${raw}"`);
+});
+
+const oneOf = <T extends string>(allowed: readonly T[]) =>
+  makeValidator<T>((input) => {
+    const raw = input.toLowerCase();
+    const found = allowed.find((value) => value === raw);
+    if (found === undefined) throw new EnvError(`expected one of ${allowed.join(', ')}, got "${raw}"`);
+    return found;
+  });
+
+const text = makeValidator<string>((raw) => raw);
+
+const file = makeValidator<string>((raw) => {
+  if (!existsSync(raw)) throw new EnvError(`no such file "${raw}"`);
+  return raw;
+});
+
+const matching = (pattern: RegExp, expected: string) =>
+  makeValidator<string>((raw) => {
+    if (!pattern.test(raw)) throw new EnvError(expected);
+    return raw;
+  });
+
+const origins = makeValidator<string[]>((raw) =>
+  raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '')
+    .map((item) => {
+      const problem = `"${item}" is not an origin like https://example.org`;
+      let url: URL;
+      try {
+        url = new URL(item);
+      } catch {
+        throw new EnvError(problem);
+      }
+      if (!['http:', 'https:'].includes(url.protocol) || url.origin !== item.replace(/\/$/, '')) {
+        throw new EnvError(problem);
+      }
+      return url.origin;
+    }),
+);
+
+const trustProxy = makeValidator<TrustProxy>((raw) => {
+  if (raw === 'false') return false;
+  if (raw === 'true') return true;
+  if (/^[0-9]+$/.test(raw)) return Number(raw);
+  const entries = raw.split(',').map((item) => item.trim());
+  for (const entry of entries) {
+    const [address, prefix] = entry.split('/');
+    const family = isIP(address ?? '');
+    const prefixOk =
+      prefix === undefined || (/^[0-9]+$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+    if (family === 0 || !prefixOk) {
+      throw new EnvError(`expected false, true, a hop count, or addresses/CIDRs, got "${entry}"`);
+    }
+  }
+  return entries;
+});
+
+const secretKey = makeValidator<string>((raw) => {
+  if (raw.length < 32) throw new EnvError('expected at least 32 characters');
+  return raw;
+});
+
+/** A row of the table: an envalid spec plus how it is presented. */
+const row = <S extends object>(spec: S, presentation: Presentation = {}): S & Presentation => ({
+  ...spec,
+  ...presentation,
+});
+
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** The settings, in the order the README and the report list them. */
+export const SETTINGS = {
+  HOST: row(text({ default: '127.0.0.1', desc: 'address to listen on' })),
+  PORT: row(integer(0, 65535)({ default: 8000, desc: 'port to listen on' })),
+  WORKERS: row(
+    integer(
+      1,
+      64,
+    )({
+      default: 1,
+      desc: 'processes serving the port on this machine (node:cluster); works on every store, SQLite included',
+    }),
+  ),
+  DATABASE_URL: row(
+    matching(
+      /^(sqlite:.+|postgres(ql)?:\/\/.+)$/,
+      'expected sqlite:PATH or postgres://…',
+    )({
+      default: 'sqlite:data/clubhouse.db',
+      desc: 'the database: `sqlite:PATH`, or `postgres://USER:PASSWORD@HOST:5432/DB` (PostgreSQL ≥ 13)',
+    }),
+    { secret: 'url' },
+  ),
+  SESSION_STORE: row(
+    matching(
+      /^rediss?:\/\/.+/,
+      'expected redis://… (or leave unset to keep sessions in the database)',
+    )({
+      default: undefined,
+      desc: 'where sessions and throttle counters live: unset (the database) or `redis://[:PASSWORD@]HOST:6379[/DB]` (`rediss://` for TLS; Redis ≥ 6.2, standalone, not Cluster)',
+    }),
+    { unset: '(the database)', secret: 'url' },
+  ),
+  REDIS_KEY_PREFIX: row(
+    text({
+      default: 'clubhouse:',
+      desc: 'prefix of every Redis key, so that several services can share one Redis',
+    }),
+  ),
+  SQLITE_BUSY_TIMEOUT_MS: row(
+    integer(
+      0,
+      60_000,
+    )({
+      default: 5000,
+      desc: "how long a statement waits for another process's write lock before the request answers 503",
+    }),
+  ),
+  IMAP_HOST: row(text({ default: undefined, desc: 'the IMAP server that checks passwords' }), {
+    unset: '(required to serve)',
+  }),
+  IMAP_PORT: row(integer(1, 65535)({ default: undefined, desc: 'its port' }), {
+    unset: '993 (143 for starttls and plain)',
+  }),
+  IMAP_SECURITY: row(
+    oneOf<ImapSecurity>(['tls', 'starttls', 'plain'])({
+      default: 'tls',
+      desc: '`tls` (implicit TLS), `starttls` (required, never opportunistic) or `plain`',
+    }),
+  ),
+  IMAP_ALLOW_PLAINTEXT: row(
+    boolean({ default: false, desc: 'allow `plain` to a host that is not loopback' }),
+  ),
+  IMAP_CA_FILE: row(
+    file({
+      default: undefined,
+      desc: 'a PEM CA added to the system roots (certificates are always verified)',
+    }),
+    { unset: '(system roots only)' },
+  ),
+  IMAP_TIMEOUT_MS: row(
+    integer(
+      100,
+      120_000,
+    )({
+      default: 5000,
+      desc: 'deadline of one IMAP login: connect, TLS, greeting and authentication',
+    }),
+  ),
+  IMAP_MAX_CONCURRENCY: row(
+    integer(1, 1024)({ default: 32, desc: 'IMAP logins at once; more wait in a queue' }),
+  ),
+  IMAP_QUEUE_LIMIT: row(
+    integer(0, 100_000)({ default: 1000, desc: 'logins that may wait; beyond that a login fails at once' }),
+  ),
+  IMAP_FORWARD_CLIENT_IP: row(
+    boolean({
+      default: false,
+      desc: "send the client's IP in the IMAP `ID` command (`x-originating-ip`); needs `IMAP_SECURITY=tls`",
+    }),
+  ),
+  COOKIE_SECURE: row(
+    boolean({
+      default: false,
+      desc: 'mark cookies `Secure` (they are also Secure when a trusted proxy reports TLS)',
+    }),
+  ),
+  TRUSTED_ORIGINS: row(
+    origins({
+      default: [],
+      desc: 'comma-separated origins allowed to POST cross-origin, with CORS and credentials',
+    }),
+    { unset: '(none)' },
+  ),
+  TRUST_PROXY: row(
+    trustProxy({
+      default: false,
+      desc: '`true`, a hop count, or proxy addresses/CIDRs whose `X-Forwarded-For`/`-Proto` are believed',
+    }),
+  ),
+  USERNAME_CASE: row(
+    oneOf<UsernameCase>(['lower', 'preserve'])({
+      default: 'lower',
+      desc: '`lower`: usernames are case-insensitive and stored lower-cased; `preserve`',
+    }),
+  ),
+  ALLOW_NEW_USERS: row(
+    boolean({
+      default: true,
+      desc: '`false` admits only users that already exist (imported or created before)',
+    }),
+  ),
+  THROTTLE_USER_FAILURES: row(
+    integer(1, 1_000_000)({ default: 5, desc: 'failed logins per username in the window before 429' }),
+  ),
+  THROTTLE_IP_FAILURES: row(
+    integer(1, 1_000_000)({ default: 50, desc: 'failed logins per client IP in the window before 429' }),
+  ),
+  THROTTLE_WINDOW_SECONDS: row(integer(1, 86_400)({ default: 900, desc: 'the throttle window' })),
+  SECRET_KEY: row(
+    secretKey({
+      default: undefined,
+      desc: "keys the throttle's password fingerprints (≥ 32 characters)",
+    }),
+    { unset: '(random, kept in the database)', secret: 'value' },
+  ),
+  METRICS_PORT: row(
+    integer(
+      1,
+      65535,
+    )({
+      default: undefined,
+      desc: 'serve `/metrics` on this port (on `HOST`) instead of the main port',
+    }),
+    { unset: '(on the main port)' },
+  ),
+  LOG_LEVEL: row(
+    oneOf<LogLevel>(LOG_LEVELS)({
+      default: 'info',
+      desc: '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`',
+    }),
+  ),
+  SHUTDOWN_GRACE_MS: row(
+    integer(0, 600_000)({ default: 10_000, desc: 'how long SIGTERM waits for in-flight requests' }),
+  ),
+  HEADERS_TIMEOUT_MS: row(
+    integer(
+      100,
+      600_000,
+    )({
+      default: 10_000,
+      desc: "how long a client may take to send a request's headers (at most `REQUEST_TIMEOUT_MS`)",
+    }),
+  ),
+  REQUEST_TIMEOUT_MS: row(
+    integer(100, 600_000)({ default: 30_000, desc: 'how long a client may take to send a whole request' }),
+  ),
+  KEEP_ALIVE_TIMEOUT_MS: row(
+    integer(100, 600_000)({ default: 72_000, desc: 'how long an idle keep-alive connection stays open' }),
+  ),
+};
+
+export type SettingName = keyof typeof SETTINGS;
+
+type Row = { readonly default?: unknown; readonly desc?: string } & Presentation;
+
+/** Every setting's row, in table order. */
+export function settingRows(): [SettingName, Row][] {
+  return Object.entries(SETTINGS) as [SettingName, Row][];
+}
+
+/** A parsed value as an operator would write it. */
+export function formatValue(value: unknown): string {
+  if (Array.isArray(value)) return value.join(',');
+  return String(value);
+}
+
+/** A URL with its password replaced by `***`. */
+export function maskUrl(url: string): string {
+  return url.replace(/^([a-z]+:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
+}
+
+/** How `config check` shows one setting's effective value, secrets masked. */
+export function presentSetting(name: SettingName, value: unknown): string {
+  const setting: Row = SETTINGS[name];
+  if (value === undefined || (Array.isArray(value) && value.length === 0)) {
+    return setting.unset ?? '(unset)';
+  }
+  if (setting.secret === 'value') return '***';
+  if (setting.secret === 'url') return maskUrl(formatValue(value));
+  return formatValue(value);
+}
+
+/** The README's settings table, rendered from SETTINGS. */
+export function settingsTableMarkdown(): string {
+  const lines = ['| Variable | Default | Meaning |', '| --- | --- | --- |'];
+  for (const [name, setting] of settingRows()) {
+    const fallback =
+      setting.default === undefined || (Array.isArray(setting.default) && setting.default.length === 0)
+        ? (setting.unset ?? '—')
+        : `\`${formatValue(setting.default)}\``;
+    lines.push(`| \`${name}\` | ${fallback} | ${setting.desc ?? ''} |`);
+  }
+  return lines.join('\n');
+}
