@@ -1,5 +1,5 @@
-// Login throttling (contract §3): per username and per client IP, counting only bad credentials,
-// a repeated wrong password once, and never locking the owner out from an address they used before.
+// Login throttling (contract §3): per username and per client IP, counting only bad credentials (and
+// refusals decided without the backend, which must look alike), a repeated wrong password once, and never locking the owner out from an address they used before.
 import { createHmac } from 'node:crypto';
 import type { ThrottleStore } from './store/types.ts';
 
@@ -83,18 +83,21 @@ export class LoginThrottle {
     return { throttled: false };
   }
 
-  /** Ends an admitted attempt: a bad-credentials failure is counted, a success clears the username's count. */
+  /**
+   * Ends an admitted attempt: a counted failure (bad credentials, or a refusal decided without the
+   * backend: auth.ts) is recorded, a success clears the username's count.
+   */
   async settle(
     username: string,
     clientIp: string,
     password: string,
-    outcome: 'success' | 'bad_credentials' | 'other',
+    outcome: 'success' | 'counted' | 'other',
   ): Promise<void> {
     // One HMAC for both uses below.
     const fingerprint = this.fingerprint(username, password);
     try {
       const now = this.#now();
-      if (outcome === 'bad_credentials') {
+      if (outcome === 'counted') {
         await this.#store.recordFailure(
           [userKey(username), ipKey(clientIp)],
           fingerprint,
