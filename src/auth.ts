@@ -52,7 +52,7 @@ export async function login(
   previousSessionId: string | undefined,
 ): Promise<LoginOutcome> {
   const { username, password } = credentials;
-  const verdict = await deps.throttle.admit(username, clientIp, password);
+  const verdict = await deps.throttle.admit(username, clientIp, password, deps.authenticator.maxVerifyMs);
   if (verdict.throttled) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
   let settled: 'success' | 'counted' | 'other' = 'other';
   try {
@@ -61,7 +61,7 @@ export async function login(
     else if (outcome.kind === 'failure' && COUNTED.has(outcome.failure)) settled = 'counted';
     return outcome;
   } finally {
-    await deps.throttle.settle(username, clientIp, password, settled);
+    await deps.throttle.settle(verdict.guess, settled);
   }
 }
 

@@ -166,6 +166,10 @@ describe('login throttling', () => {
     const statuses = results.map((r) => r.statusCode);
     assert.ok(auth.calls <= 5, `${auth.calls} guesses reached IMAP`);
     assert.equal(statuses.filter((s) => s === 429).length, 20 - auth.calls);
+    // If the 5 guesses in flight all fail, alice is locked for the whole window from now: the
+    // earliest the refused ones could get through (the clock stands still here).
+    for (const r of results.filter((r) => r.statusCode === 429))
+      assert.equal(r.headers['retry-after'], '900');
   });
 
   test('the password is never stored, only a keyed hash', {
