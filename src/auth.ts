@@ -1,4 +1,5 @@
 // Logging in (contract §3): throttle, refuse what must not reach IMAP, verify, then start a fresh session.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Credentials } from './credentials.ts';
 import { hasForbiddenCharacters } from './credentials.ts';
 import type { Authenticator, LoginFailure } from './imap.ts';
@@ -26,6 +27,20 @@ export type LoginOutcome =
 
 const fail = (failure: LoginFailure, reason: string): LoginOutcome => ({ kind: 'failure', failure, reason });
 
+// contract §3: a refusal decided without the backend counts toward the throttle like bad_credentials.
+// rejected_input does not (a control-character refusal locks nobody out), nor does an outage.
+const COUNTED: ReadonlySet<LoginFailure> = new Set(['bad_credentials', 'user_disabled', 'user_not_allowed']);
+
+/**
+ * A refusal decided here, without the backend: answered only after as long as the backend's refusal
+ * of a wrong password would take (contract §3), so its timing tells nothing of the cause. Input
+ * refused before the backend waits too: every 403 of this endpoint then looks alike.
+ */
+async function refuseHere(deps: LoginDeps, failure: LoginFailure, reason: string): Promise<LoginOutcome> {
+  await sleep(deps.authenticator.refusalDelayMs());
+  return fail(failure, reason);
+}
+
 /**
  * One login attempt from `clientIp`. `previousSessionId` (the cookie sent along) is invalidated on
  * success: login always mints a new id (contract §2, no session fixation).
@@ -37,16 +52,16 @@ export async function login(
   previousSessionId: string | undefined,
 ): Promise<LoginOutcome> {
   const { username, password } = credentials;
-  const verdict = await deps.throttle.admit(username, clientIp, password);
+  const verdict = await deps.throttle.admit(username, clientIp, password, deps.authenticator.maxVerifyMs);
   if (verdict.throttled) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
-  let settled: 'success' | 'bad_credentials' | 'other' = 'other';
+  let settled: 'success' | 'counted' | 'other' = 'other';
   try {
     const outcome = await attempt(deps, credentials, clientIp, previousSessionId);
     if (outcome.kind === 'success') settled = 'success';
-    else if (outcome.kind === 'failure' && outcome.failure === 'bad_credentials') settled = 'bad_credentials';
+    else if (outcome.kind === 'failure' && COUNTED.has(outcome.failure)) settled = 'counted';
     return outcome;
   } finally {
-    await deps.throttle.settle(username, clientIp, password, settled);
+    await deps.throttle.settle(verdict.guess, settled);
   }
 }
 
@@ -58,11 +73,12 @@ async function attempt(
 ): Promise<LoginOutcome> {
   const { username, password } = credentials;
   // contract §3: decided here, so nothing odd is ever written into an IMAP command.
-  if (hasForbiddenCharacters(credentials)) return fail('rejected_input', 'white space or control character');
+  if (hasForbiddenCharacters(credentials))
+    return refuseHere(deps, 'rejected_input', 'white space or control character');
   const known = await deps.users.get(username);
-  if (known !== null && !known.active) return fail('user_disabled', 'user is disabled');
+  if (known !== null && !known.active) return refuseHere(deps, 'user_disabled', 'user is disabled');
   if (known === null && !deps.allowNewUsers)
-    return fail('user_not_allowed', 'unknown user and ALLOW_NEW_USERS=false');
+    return refuseHere(deps, 'user_not_allowed', 'unknown user and ALLOW_NEW_USERS=false');
 
   const verified = await deps.authenticator.verify(username, password, clientIp);
   if (!verified.ok) return fail(verified.failure, verified.reason);

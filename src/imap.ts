@@ -8,6 +8,7 @@ import { ImapFlow } from 'imapflow';
 import { CircuitBreaker } from './breaker.ts';
 import { type Config, requireImapHost } from './config.ts';
 import { Limiter, QueueFullError, QueueTimeoutError } from './limiter.ts';
+import { RefusalTiming } from './refusal-timing.ts';
 
 /** Why a login failed (contract §3); the client always sees one 403, the log and metrics see this. */
 export type LoginFailure =
@@ -22,6 +23,13 @@ export type VerifyResult = { ok: true } | { ok: false; failure: LoginFailure; re
 
 export interface Authenticator {
   verify(username: string, password: string, clientIp: string): Promise<VerifyResult>;
+  /**
+   * How long a refusal decided without asking this backend waits (contract §3: as long as its
+   * refusal of a wrong password would take).
+   */
+  refusalDelayMs(): number;
+  /** The longest one verify() can take: how long a guess may stay in flight (throttle.ts). */
+  readonly maxVerifyMs: number;
   /** Counters for metrics and readiness. */
   stats(): { active: number; queued: number; breaker: string };
 }
@@ -170,6 +178,9 @@ export async function imapLoginOnce(
   }
 }
 
+/** Waited for a refusal until a first wrong password has been refused: Dovecot's default auth_failure_delay. */
+export const IMAP_REFUSAL_SEED_MS = 2000;
+
 /** Stable key for single-flight: identical username and password share one IMAP login. */
 function flightKey(username: string, password: string): string {
   return createHash('sha256').update(username).update('\0').update(password).digest('base64');
@@ -185,6 +196,7 @@ export function createImapAuthenticator(
   breaker = new CircuitBreaker({ threshold: 5, openMs: 5000 }),
   /** Told the result and duration of every attempt that reached the server (metrics). */
   observe: (result: VerifyResult, seconds: number) => void = () => undefined,
+  timing = new RefusalTiming(IMAP_REFUSAL_SEED_MS),
 ): Authenticator {
   const tls = imapTlsOptions(settings);
   const limiter = new Limiter(settings.maxConcurrency, settings.queueLimit);
@@ -222,10 +234,20 @@ export function createImapAuthenticator(
       const key = flightKey(username, password);
       const running = inFlight.get(key);
       if (running !== undefined) return running;
-      const promise = attempt(username, password, clientIp).finally(() => inFlight.delete(key));
+      const started = performance.now();
+      const promise = attempt(username, password, clientIp)
+        .then((result) => {
+          // contract §3: what a refusal decided without IMAP imitates, queue wait included.
+          if (!result.ok && result.failure === 'bad_credentials') timing.record(performance.now() - started);
+          return result;
+        })
+        .finally(() => inFlight.delete(key));
       inFlight.set(key, promise);
       return promise;
     },
+    refusalDelayMs: () => timing.delayMs(),
+    // A queue wait and a login, each within IMAP_TIMEOUT_MS (contract §5).
+    maxVerifyMs: 2 * settings.timeoutMs,
     stats() {
       return { active: limiter.active, queued: limiter.queued, breaker: breaker.state };
     },

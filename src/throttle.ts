@@ -1,7 +1,10 @@
-// Login throttling (contract §3): per username and per client IP, counting only bad credentials,
-// a repeated wrong password once, and never locking the owner out from an address they used before.
-import { createHmac } from 'node:crypto';
-import type { ThrottleStore } from './store/types.ts';
+// Login throttling (contract §3): per username and per client IP, counting only bad credentials (and
+// refusals decided without the backend, which must look alike), a repeated wrong password once, and
+// never locking the owner out from an address they used before. Guesses in flight count too, in
+// the store beside the failures, so the limit holds across every process and instance (issue 12).
+// The stores keep and count; the arithmetic of when a lock lifts is here.
+import { createHmac, randomUUID } from 'node:crypto';
+import type { GuessAdmission, PendingGuess, ThrottleStore } from './store/types.ts';
 
 export interface ThrottleSettings {
   readonly userFailures: number;
@@ -12,23 +15,50 @@ export interface ThrottleSettings {
 /** How long an address that logged in as a user stays exempt from that user's lock. */
 export const KNOWN_CLIENT_TTL_MS = 30 * 24 * 3600 * 1000;
 
+/**
+ * Added to the longest verification to bound how long a guess stays in flight: the store calls
+ * around it (each bounded by the stores' own timeouts). Only a crashed process ever needs the bound.
+ */
+export const GUESS_TTL_MARGIN_MS = 30_000;
+
+/** An admitted attempt, in flight until `settle`. */
+export interface AdmittedGuess {
+  readonly username: string;
+  readonly clientIp: string;
+  readonly pending: PendingGuess;
+}
+
 export type ThrottleVerdict =
-  | { readonly throttled: false }
+  | { readonly throttled: false; readonly guess: AdmittedGuess }
   | { readonly throttled: true; readonly retryAfterSeconds: number };
 
 const userKey = (username: string) => `u:${username}`;
 const ipKey = (clientIp: string) => `ip:${clientIp}`;
+
+/**
+ * contract §3: milliseconds until a refused guess could be admitted at the earliest, if every guess
+ * in flight turns out to be a failure. Such a failure is recorded when its guess settles, at the
+ * earliest now, so the ones in flight are the newest failures-to-be, at `now`. The lock lifts when
+ * fewer than `limit` failures remain in the window: when the limit-th newest leaves it. If they
+ * succeed instead, it lifts sooner (a success clears the count), which nobody can know yet; counting
+ * only the failures recorded so far would answer 1 s, and a client retrying then would be refused.
+ */
+export function guessRetryAfterMs(
+  facts: Extract<GuessAdmission, { admitted: false }>,
+  limit: number,
+  now: number,
+  windowMs: number,
+): number {
+  const newestFirst = [...Array.from({ length: facts.pending }, () => now), ...facts.failures];
+  const limiting = newestFirst[limit - 1] ?? now;
+  return Math.max(0, limiting + windowMs - now);
+}
 
 export class LoginThrottle {
   readonly #store: ThrottleStore;
   readonly #settings: ThrottleSettings;
   readonly #secret: Buffer;
   readonly #now: () => number;
-  // Distinct guesses under way in this process, per username: counted as failures-to-be so that a
-  // burst of parallel guesses for one account cannot all slip past the check before the first is
-  // recorded. Identical attempts share one IMAP login and count once; the per-IP limit counts only
-  // recorded failures, so many people behind one NAT can log in at the same moment.
-  readonly #pending = new Map<string, Map<string, number>>();
 
   constructor(
     store: ThrottleStore,
@@ -56,48 +86,58 @@ export class LoginThrottle {
       .slice(0, 32);
   }
 
-  /** Whether an attempt may go ahead now; when it may, it is counted as pending until `settle` is called. */
-  async admit(username: string, clientIp: string, password: string): Promise<ThrottleVerdict> {
-    const now = this.#now();
-    const [user, ip] = await Promise.all([
-      this.#store.status(userKey(username), this.#settings.userFailures, now, this.#windowMs),
-      this.#store.status(ipKey(clientIp), this.#settings.ipFailures, now, this.#windowMs),
-    ]);
-    const fingerprint = this.fingerprint(username, password);
-    const pending = this.#pending.get(username);
-    const otherGuesses = pending === undefined ? 0 : pending.size - (pending.has(fingerprint) ? 1 : 0);
-    const userCount = user.count + otherGuesses;
-    let waitMs = -1;
-    if (ip.count >= this.#settings.ipFailures) waitMs = Math.max(waitMs, ip.retryAfterMs);
-    if (
-      userCount >= this.#settings.userFailures &&
-      !(await this.#store.isKnownClient(username, clientIp, now))
-    ) {
-      waitMs = Math.max(waitMs, user.retryAfterMs);
-    }
-    if (waitMs >= 0) {
-      const seconds = Math.min(this.#settings.windowSeconds, Math.max(1, Math.ceil(waitMs / 1000)));
-      return { throttled: true, retryAfterSeconds: seconds };
-    }
-    this.#adjust(username, fingerprint, 1);
-    return { throttled: false };
-  }
-
-  /** Ends an admitted attempt: a bad-credentials failure is counted, a success clears the username's count. */
-  async settle(
+  /**
+   * Whether an attempt may go ahead now; when it may, it counts as a guess in flight for the
+   * username until `settle`, or for at most `maxAttemptMs` (and a margin) if `settle` never comes.
+   */
+  async admit(
     username: string,
     clientIp: string,
     password: string,
-    outcome: 'success' | 'bad_credentials' | 'other',
-  ): Promise<void> {
-    // One HMAC for both uses below.
-    const fingerprint = this.fingerprint(username, password);
+    maxAttemptMs: number,
+  ): Promise<ThrottleVerdict> {
+    const now = this.#now();
+    const { userFailures, ipFailures } = this.#settings;
+    // The per-IP limit counts only recorded failures: many people behind one NAT log in at once.
+    const ip = await this.#store.status(ipKey(clientIp), ipFailures, now, this.#windowMs);
+    if (ip.count >= ipFailures) {
+      // Nothing goes ahead; the answer says when both locks will have lifted, if the user's holds too.
+      const user = await this.#store.status(userKey(username), userFailures, now, this.#windowMs);
+      const userLocked =
+        user.count >= userFailures && !(await this.#store.isKnownClient(username, clientIp, now));
+      return this.#throttled(Math.max(ip.retryAfterMs, userLocked ? user.retryAfterMs : 0));
+    }
+    const pending: PendingGuess = {
+      key: userKey(username),
+      fingerprint: this.fingerprint(username, password),
+      id: randomUUID(),
+      expiresAt: now + maxAttemptMs + GUESS_TTL_MARGIN_MS,
+    };
+    let admission = await this.#store.beginGuess(pending, userFailures, now, this.#windowMs);
+    if (!admission.admitted && (await this.#store.isKnownClient(username, clientIp, now))) {
+      // contract §3: an address that logged in as the user is not held back by the user's lock; its
+      // guess still counts as in flight, as every other.
+      admission = await this.#store.beginGuess(pending, null, now, this.#windowMs);
+    }
+    if (!admission.admitted) {
+      return this.#throttled(guessRetryAfterMs(admission, userFailures, now, this.#windowMs));
+    }
+    return { throttled: false, guess: { username, clientIp, pending } };
+  }
+
+  /**
+   * Ends an admitted attempt: a counted failure (bad credentials, or a refusal decided without the
+   * backend: auth.ts) is recorded, a success clears the username's count.
+   */
+  async settle(guess: AdmittedGuess, outcome: 'success' | 'counted' | 'other'): Promise<void> {
+    const { username, clientIp, pending } = guess;
     try {
       const now = this.#now();
-      if (outcome === 'bad_credentials') {
+      // Recorded before the guess ends, so that no moment sees it neither in flight nor failed.
+      if (outcome === 'counted') {
         await this.#store.recordFailure(
           [userKey(username), ipKey(clientIp)],
-          fingerprint,
+          pending.fingerprint,
           now,
           this.#windowMs,
         );
@@ -108,21 +148,18 @@ export class LoginThrottle {
         ]);
       }
     } finally {
-      this.#adjust(username, fingerprint, -1);
+      await this.#store.endGuess(pending);
     }
   }
 
-  /** Drops counters that have left the window. */
+  /** Drops counters that have left the window, and guesses whose process never ended them. */
   purge(): Promise<void> {
     return this.#store.purgeExpired(this.#now(), this.#windowMs);
   }
 
-  #adjust(username: string, fingerprint: string, delta: number): void {
-    const guesses = this.#pending.get(username) ?? new Map<string, number>();
-    const next = (guesses.get(fingerprint) ?? 0) + delta;
-    if (next <= 0) guesses.delete(fingerprint);
-    else guesses.set(fingerprint, next);
-    if (guesses.size === 0) this.#pending.delete(username);
-    else this.#pending.set(username, guesses);
+  #throttled(waitMs: number): ThrottleVerdict {
+    // contract §3: N ≤ the window, and at least 1 (0 would invite an immediate retry).
+    const seconds = Math.min(this.#settings.windowSeconds, Math.max(1, Math.ceil(waitMs / 1000)));
+    return { throttled: true, retryAfterSeconds: seconds };
   }
 }

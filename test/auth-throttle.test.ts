@@ -20,6 +20,8 @@ function scriptedAuthenticator() {
         ? { ok: true }
         : { ok: false, failure: 'bad_credentials', reason: 'IMAP NO' };
     },
+    refusalDelayMs: () => 0,
+    maxVerifyMs: 10_000,
     stats: () => ({ active: 0, queued: 0, breaker: 'closed' }),
   } satisfies Authenticator & Record<string, unknown>;
   return auth;
@@ -136,6 +138,26 @@ describe('login throttling', () => {
     assert.equal((await attempt('alice', PASSWORD)).statusCode, 200);
   });
 
+  test('refusals of a disabled user count like bad credentials: the 6th attempt gets 429, IMAP never asked', async () => {
+    await t.stores.users.recordLogin('dave', t.clock.now, true);
+    await t.stores.users.setActive('dave', false);
+    for (let i = 0; i < 5; i++) assert.equal((await attempt('dave', `guess-${i}`)).statusCode, 403);
+    const sixth = await attempt('dave', 'another-guess', '203.0.113.9');
+    assert.equal(sixth.statusCode, 429);
+    assert.equal(sixth.headers['retry-after'], '900');
+    assert.equal(auth.calls, 0);
+    // Both counters, as for bad credentials: the client IP's too.
+    const ip = await t.stores.throttle.status('ip:198.51.100.7', 50, t.clock.now, 900_000);
+    assert.equal(ip.count, 5);
+  });
+
+  test('the same password for a disabled user counts once', async () => {
+    await t.stores.users.recordLogin('dave', t.clock.now, true);
+    await t.stores.users.setActive('dave', false);
+    for (let i = 0; i < 12; i++) assert.equal((await attempt('dave', 'dave-password')).statusCode, 403);
+    assert.equal((await t.stores.throttle.status('u:dave', 5, t.clock.now, 900_000)).count, 1);
+  });
+
   test('a burst of parallel guesses cannot slip past the limit', async () => {
     auth.delayMs = 30;
     const results = await Promise.all(
@@ -144,6 +166,10 @@ describe('login throttling', () => {
     const statuses = results.map((r) => r.statusCode);
     assert.ok(auth.calls <= 5, `${auth.calls} guesses reached IMAP`);
     assert.equal(statuses.filter((s) => s === 429).length, 20 - auth.calls);
+    // If the 5 guesses in flight all fail, alice is locked for the whole window from now: the
+    // earliest the refused ones could get through (the clock stands still here).
+    for (const r of results.filter((r) => r.statusCode === 429))
+      assert.equal(r.headers['retry-after'], '900');
   });
 
   test('the password is never stored, only a keyed hash', {
@@ -154,6 +180,34 @@ describe('login throttling', () => {
     const dump = JSON.stringify(db.prepare('SELECT * FROM throttle_failures').all());
     assert.ok(dump.includes('u:alice'));
     assert.ok(!dump.includes('very-secret-guess'));
+  });
+});
+
+describe('ALLOW_NEW_USERS=false', () => {
+  test('refusals of an unknown username count like bad credentials: the 6th attempt gets 429', async () => {
+    const auth = scriptedAuthenticator();
+    const t = await startTestApp({
+      authenticator: auth,
+      fixedClock: true,
+      env: { ALLOW_NEW_USERS: 'false' },
+    });
+    try {
+      const attempt = (password: string, ip: string) =>
+        t.fastify.inject({
+          method: 'POST',
+          url: '/api/auth/login',
+          remoteAddress: ip,
+          headers: { 'content-type': 'application/json' },
+          payload: JSON.stringify({ username: 'mallory', password }),
+        });
+      for (let i = 0; i < 5; i++) assert.equal((await attempt(`guess-${i}`, '198.51.100.7')).statusCode, 403);
+      const sixth = await attempt(PASSWORD, '203.0.113.9');
+      assert.equal(sixth.statusCode, 429);
+      assert.equal(sixth.headers['retry-after'], '900');
+      assert.equal(auth.calls, 0);
+    } finally {
+      await t.close();
+    }
   });
 });
 

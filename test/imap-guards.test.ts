@@ -9,6 +9,7 @@ import {
   type ImapSettings,
   type VerifyResult,
 } from '../src/imap.ts';
+import { RefusalTiming } from '../src/refusal-timing.ts';
 
 const SETTINGS: ImapSettings = {
   host: '127.0.0.1',
@@ -42,6 +43,32 @@ function gatedLogin() {
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('IMAP guards', () => {
+  test('only refused passwords are timed for refusals decided without IMAP (contract §3)', async () => {
+    const answers: Record<string, VerifyResult> = {
+      ok: { ok: true },
+      down: { ok: false, failure: 'upstream_unavailable', reason: 'ECONNREFUSED' },
+      odd: { ok: false, failure: 'upstream_misconfigured', reason: 'TLS' },
+      wrong: { ok: false, failure: 'bad_credentials', reason: 'IMAP NO' },
+    };
+    const login = async (_s: ImapSettings, _t: unknown, username: string) => {
+      if (username === 'wrong') await new Promise((resolve) => setTimeout(resolve, 50));
+      return answers[username]!;
+    };
+    const auth = createImapAuthenticator(SETTINGS, login, undefined, undefined, new RefusalTiming(60_000));
+    assert.equal(auth.refusalDelayMs(), 60_000, 'the seed until a refusal is measured');
+    for (const username of ['ok', 'down', 'odd']) await auth.verify(username, 'pw', '192.0.2.1');
+    assert.equal(auth.refusalDelayMs(), 60_000, 'successes, outages and misconfigurations are no refusals');
+    await auth.verify('wrong', 'pw', '192.0.2.1');
+    const measured = auth.refusalDelayMs();
+    // Lower bound only (the machine may be loaded); the seed is far above anything measured here.
+    assert.ok(measured >= 45 && measured < 60_000, `${measured} ms`);
+    assert.equal(
+      auth.maxVerifyMs,
+      2 * SETTINGS.timeoutMs,
+      'a queue wait and a login, each within the deadline',
+    );
+  });
+
   test('at most IMAP_MAX_CONCURRENCY attempts run; more wait in a bounded queue; a full queue fails', async () => {
     const gate = gatedLogin();
     const auth = createImapAuthenticator(SETTINGS, gate.login);

@@ -36,7 +36,7 @@ test('ten instances migrating one database at once apply each migration exactly 
   const results = await Promise.all(Array.from({ length: 10 }, () => migratePostgres(db.url)));
   assert.deepEqual(
     results.filter((applied) => applied.length > 0),
-    [[1, 2]],
+    [[1, 2, 3]],
   );
   assert.deepEqual(await migratePostgres(db.url), []);
   const client = new pg.Client({ connectionString: db.url });
@@ -46,6 +46,7 @@ test('ten instances migrating one database at once apply each migration exactly 
     assert.deepEqual(rows, [
       { version: 1, name: 'users, sessions, throttle' },
       { version: 2, name: 'groups and memberships' },
+      { version: 3, name: 'guesses in flight' },
     ]);
   } finally {
     await client.end();
@@ -223,7 +224,7 @@ describe('the clubhouse command against PostgreSQL, with sessions in Redis', () 
   }
 
   test('migrate, import, export, group and member commands, user disable and sessions revoke', async () => {
-    assert.deepEqual(await cli('migrate'), { code: 0, out: ['Applied migrations: 1, 2.'], err: [] });
+    assert.deepEqual(await cli('migrate'), { code: 0, out: ['Applied migrations: 1, 2, 3.'], err: [] });
     assert.deepEqual(await cli('migrate'), { code: 0, out: ['Database is up to date.'], err: [] });
     const file = join(dir, 'import.json');
     const data = {

@@ -2,11 +2,11 @@
 // every store combination — SQLite, PostgreSQL, Redis sessions over SQLite and over PostgreSQL — on
 // real servers from the harness. A store that passes here can back the service.
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { StoreUnavailableError } from '../src/errors.ts';
 import { applyImport, ImportConflictError } from '../src/import.ts';
-import type { Group, Stores } from '../src/store/types.ts';
+import type { Group, PendingGuess, Stores } from '../src/store/types.ts';
 import { disableUser } from '../src/users.ts';
 import { startPostgres } from './helpers/postgres.ts';
 import { startRedis } from './helpers/redis.ts';
@@ -296,6 +296,121 @@ for (const backend of storeBackends(postgres, redis)) {
         const dump = await backend.dump(stores);
         assert.ok(dump.includes('fingerprint-of-guess'));
         assert.ok(dump.includes('u:alice'));
+      });
+    });
+
+    describe('guesses in flight', () => {
+      const guess = (fingerprint: string, key = 'u:alice', ttlMs = 60_000): PendingGuess => ({
+        key,
+        fingerprint,
+        id: randomUUID(),
+        expiresAt: now + ttlMs,
+      });
+      const begin = (g: PendingGuess, limit: number | null = 5, at = now) =>
+        stores.throttle.beginGuess(g, limit, at, WINDOW);
+      const ADMITTED = { admitted: true };
+
+      test('distinct guesses are admitted up to the limit; the next is refused with the facts', async () => {
+        for (let i = 0; i < 5; i++) assert.deepEqual(await begin(guess(`fp-${i}`)), ADMITTED);
+        assert.deepEqual(await begin(guess('fp-5')), { admitted: false, failures: [], pending: 5 });
+        assert.deepEqual(await begin(guess('fp-5', 'u:bob')), ADMITTED, 'another key is not affected');
+      });
+
+      test('identical guesses count once, and each attempt ends on its own', async () => {
+        const same = Array.from({ length: 10 }, () => guess('same'));
+        for (const g of same) assert.deepEqual(await begin(g), ADMITTED);
+        for (let i = 0; i < 4; i++) assert.deepEqual(await begin(guess(`fp-${i}`)), ADMITTED);
+        assert.deepEqual(await begin(guess('fp-4')), { admitted: false, failures: [], pending: 5 });
+        const again = guess('same');
+        assert.deepEqual(
+          await begin(again),
+          ADMITTED,
+          'a guess already in flight does not count against itself',
+        );
+        // All but one of the identical attempts end: the fingerprint is still in flight.
+        for (const g of [...same, again].slice(1)) await stores.throttle.endGuess(g);
+        assert.equal((await begin(guess('fp-4'))).admitted, false);
+        await stores.throttle.endGuess(same[0]!);
+        assert.deepEqual(await begin(guess('fp-4')), ADMITTED);
+      });
+
+      test('failures and guesses in flight count together, a fingerprint in both once; failures newest first', async () => {
+        for (const [i, age] of [3000, 2000, 1000].entries())
+          await stores.throttle.recordFailure(['u:alice'], `fp-${i}`, now - age, WINDOW);
+        await stores.throttle.recordFailure(['u:alice'], 'fp-old', now - WINDOW, WINDOW);
+        assert.deepEqual(
+          await begin(guess('fp-2')),
+          ADMITTED,
+          'a repeated failed guess: 3 failures, none other',
+        );
+        assert.deepEqual(await begin(guess('fp-3')), ADMITTED, 'fp-2 in flight is already a failure: 3');
+        assert.deepEqual(await begin(guess('fp-4')), ADMITTED, '3 failures and fp-3: 4');
+        assert.deepEqual(await begin(guess('fp-5')), {
+          admitted: false,
+          failures: [now - 1000, now - 2000, now - 3000],
+          pending: 2,
+        });
+        // At most `limit` failure times come back.
+        assert.deepEqual(await begin(guess('fp-5'), 2), {
+          admitted: false,
+          failures: [now - 1000, now - 2000],
+          pending: 2,
+        });
+      });
+
+      test('50 guesses in parallel through two handles on the same store: exactly the limit is admitted', async () => {
+        const other = await backend.open();
+        try {
+          const answers = await Promise.all(
+            Array.from({ length: 50 }, (_, i) =>
+              (i % 2 === 0 ? stores : other).throttle.beginGuess(guess(`fp-${i}`), 5, now, WINDOW),
+            ),
+          );
+          assert.equal(answers.filter((a) => a.admitted).length, 5);
+          for (const a of answers)
+            if (!a.admitted) assert.deepEqual(a, { admitted: false, failures: [], pending: 5 });
+        } finally {
+          await other.close();
+        }
+      });
+
+      test('an ended guess no longer counts, nor an expired one (its process crashed)', async () => {
+        const short = guess('fp-0', 'u:alice', 1000);
+        const ended = guess('fp-1');
+        for (const g of [short, ended, guess('fp-2'), guess('fp-3'), guess('fp-4')])
+          assert.deepEqual(await begin(g), ADMITTED);
+        assert.equal((await begin(guess('fp-5'))).admitted, false);
+        await stores.throttle.endGuess(ended);
+        assert.deepEqual(await begin(guess('fp-5')), ADMITTED);
+        assert.deepEqual(await begin(guess('fp-6'), 5, now + 999), {
+          admitted: false,
+          failures: [],
+          pending: 5,
+        });
+        assert.deepEqual(await begin(guess('fp-6'), 5, now + 1000), ADMITTED, 'fp-0 expired at +1000');
+      });
+
+      test('no limit (a known client) admits the guess and counts it for the others', async () => {
+        for (let i = 0; i < 5; i++) await begin(guess(`fp-${i}`));
+        assert.deepEqual(await begin(guess('owner'), null), ADMITTED);
+        assert.deepEqual(await begin(guess('fp-9'), 10), ADMITTED);
+        assert.deepEqual(await begin(guess('fp-10'), 7), { admitted: false, failures: [], pending: 7 });
+      });
+
+      test('keys are opaque for guesses too: NUL and % stay distinct', async () => {
+        for (let i = 0; i < 5; i++) assert.deepEqual(await begin(guess(`fp-${i}`, 'u:a\u0000b')), ADMITTED);
+        assert.equal((await begin(guess('fp-5', 'u:a\u0000b'))).admitted, false);
+        assert.deepEqual(await begin(guess('fp-5', 'u:a%00b')), ADMITTED);
+      });
+
+      test('an expired guess leaves nothing behind once purged or its key is used again', async () => {
+        await begin(guess('fingerprint-expired', 'u:alice', 1000));
+        await begin(guess('fingerprint-live', 'u:alice', 60_000));
+        await stores.throttle.purgeExpired(now + 1000, WINDOW);
+        await begin(guess('fp-next'), 5, now + 1000);
+        const dump = await backend.dump(stores);
+        assert.ok(!dump.includes('fingerprint-expired'));
+        assert.ok(dump.includes('fingerprint-live'));
       });
     });
 

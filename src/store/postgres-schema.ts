@@ -73,4 +73,19 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX memberships_by_group ON memberships (group_id);
     `,
   },
+  {
+    version: 3,
+    name: 'guesses in flight',
+    sql: `
+      -- contract §3: login attempts in flight, one row each (postgres-throttle.ts).
+      CREATE TABLE throttle_pending (
+        key text NOT NULL,
+        id text NOT NULL,
+        fingerprint text NOT NULL,
+        expires_at bigint NOT NULL,
+        PRIMARY KEY (key, id)
+      );
+      CREATE INDEX throttle_pending_by_expiry ON throttle_pending (expires_at);
+    `,
+  },
 ];

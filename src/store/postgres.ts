@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { postgresGroupStore } from './postgres-groups.ts';
 import { createPool, migratePostgres, query, transaction } from './postgres-pool.ts';
-import type { LoginAdmission, SessionStore, Stores, ThrottleStore, UserRecord, UserStore } from './types.ts';
+import { postgresThrottleStore } from './postgres-throttle.ts';
+import type { LoginAdmission, SessionStore, Stores, UserRecord, UserStore } from './types.ts';
 
 const count = (result: pg.QueryResult<{ n: string }>) => Number(result.rows[0]?.n ?? 0);
 const changed = (result: pg.QueryResult) => result.rowCount ?? 0;
@@ -47,77 +48,6 @@ function sessionStore(pool: pg.Pool): SessionStore {
       changed(await query(pool, 'DELETE FROM sessions WHERE expires_at <= $1', [now])),
     countActive: async (now) =>
       count(await query(pool, 'SELECT count(*) AS n FROM sessions WHERE expires_at > $1', [now])),
-  };
-}
-
-/**
- * PostgreSQL text cannot hold U+0000, but a throttle key may: the username is counted before the
- * login refuses its control characters (contract §3). An injective escape of "%" and NUL keeps
- * such keys apart and storable; every other key is stored as it is.
- */
-export function throttleText(value: string): string {
-  return value.includes('\0') || value.includes('%')
-    ? value.replaceAll('%', '%25').replaceAll('\0', '%00')
-    : value;
-}
-
-function throttleStore(pool: pg.Pool): ThrottleStore {
-  return {
-    recordFailure: async (keys, fingerprint, now) => {
-      if (keys.length === 0) return;
-      // One statement for all keys; rows are locked in key order, so two failures sharing a key
-      // (the same client IP) cannot deadlock. GREATEST keeps the latest time, as SQLite's max().
-      await query(
-        pool,
-        `INSERT INTO throttle_failures (key, fingerprint, at) SELECT k, $2, $3 FROM unnest($1::text[]) AS k ORDER BY k
-         ON CONFLICT (key, fingerprint) DO UPDATE SET at = greatest(throttle_failures.at, excluded.at)`,
-        [[...new Set(keys.map(throttleText))].sort(), fingerprint, now],
-        'throttle-record',
-      );
-    },
-    status: async (key, limit, now, windowMs) => {
-      const { rows } = await query<{ at: string }>(
-        pool,
-        'SELECT at FROM throttle_failures WHERE key = $1 AND at > $2 ORDER BY at DESC LIMIT $3',
-        [throttleText(key), now - windowMs, limit],
-        'throttle-status',
-      );
-      const found = rows.length;
-      if (found < limit) return { count: found, retryAfterMs: 0 };
-      // The lock lifts when the limit-th most recent failure leaves the window.
-      const oldestCounted = Number(rows[limit - 1]?.at);
-      return { count: found, retryAfterMs: Math.max(0, oldestCounted + windowMs - now) };
-    },
-    clear: async (key) => {
-      await query(
-        pool,
-        'DELETE FROM throttle_failures WHERE key = $1',
-        [throttleText(key)],
-        'throttle-clear',
-      );
-    },
-    rememberClient: async (username, clientIp, now, ttlMs) => {
-      await query(
-        pool,
-        `INSERT INTO known_clients (username, client_ip, expires_at) VALUES ($1, $2, $3)
-         ON CONFLICT (username, client_ip) DO UPDATE SET expires_at = excluded.expires_at`,
-        [throttleText(username), throttleText(clientIp), now + ttlMs],
-        'known-client-remember',
-      );
-    },
-    isKnownClient: async (username, clientIp, now) =>
-      changed(
-        await query(
-          pool,
-          'SELECT 1 FROM known_clients WHERE username = $1 AND client_ip = $2 AND expires_at > $3',
-          [throttleText(username), throttleText(clientIp), now],
-          'known-client-check',
-        ),
-      ) > 0,
-    purgeExpired: async (now, windowMs) => {
-      await query(pool, 'DELETE FROM throttle_failures WHERE at <= $1', [now - windowMs]);
-      await query(pool, 'DELETE FROM known_clients WHERE expires_at <= $1', [now]);
-    },
   };
 }
 
@@ -198,7 +128,7 @@ export async function openPostgresStores(
     users: userStore(pool),
     groups: postgresGroupStore(pool),
     sessions: sessionStore(pool),
-    throttle: throttleStore(pool),
+    throttle: postgresThrottleStore(pool),
     secretKey: () =>
       transaction(pool, async (client) => {
         // Two statements: the SELECT must see a key another instance inserted concurrently.

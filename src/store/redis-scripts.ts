@@ -1,5 +1,6 @@
-// The Lua scripts of the Redis session store (redis.ts has the key layout). Each runs atomically:
-// a session and the two sorted sets that index it never disagree, whatever runs concurrently.
+// The Lua scripts of the Redis session and throttle stores (redis.ts has the key layout). Each runs
+// atomically: a session and the two sorted sets that index it never disagree, and a guess's
+// admission is checked and added in one step, whatever runs concurrently.
 
 export interface RedisScript {
   /** How many leading arguments are key names. */
@@ -62,6 +63,40 @@ export const SCRIPTS = {
         redis.call('ZREM', KEYS[1], id)
       end
       return #ids`,
+  },
+  // KEYS: throttle:<key> (failures), throttle-pending:<key> (hash: guess id → "expires_at|fingerprint").
+  // ARGV: fingerprint, guess id, limit (-1: none), now, window start (exclusive), expires_at, ttl ms.
+  // Admits the guess when the distinct failures in the window plus the distinct other fingerprints
+  // in flight (not among the failures) are fewer than the limit: {1}; else {0, pending, failure
+  // times newest first}. Expired guesses (a crashed process) are dropped on the way.
+  beginGuess: {
+    keys: 2,
+    lua: `
+      local now = tonumber(ARGV[4])
+      local entries = redis.call('HGETALL', KEYS[2])
+      local seen, pending = {}, 0
+      for i = 1, #entries, 2 do
+        local expires, fingerprint = string.match(entries[i + 1], '^([^|]*)|(.*)$')
+        if tonumber(expires) <= now then
+          redis.call('HDEL', KEYS[2], entries[i])
+        elseif fingerprint ~= ARGV[1] and not seen[fingerprint] then
+          seen[fingerprint] = true
+          local at = redis.call('ZSCORE', KEYS[1], fingerprint)
+          if not at or tonumber(at) <= tonumber(ARGV[5]) then pending = pending + 1 end
+        end
+      end
+      local limit = tonumber(ARGV[3])
+      if limit >= 0 then
+        local failures = redis.call('ZREVRANGEBYSCORE', KEYS[1], '+inf', '(' .. ARGV[5], 'WITHSCORES', 'LIMIT', 0, limit)
+        if #failures / 2 + pending >= limit then
+          local reply = {0, pending}
+          for i = 2, #failures, 2 do reply[#reply + 1] = failures[i] end
+          return reply
+        end
+      end
+      redis.call('HSET', KEYS[2], ARGV[2], ARGV[6] .. '|' .. ARGV[1])
+      if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[7]) then redis.call('PEXPIRE', KEYS[2], ARGV[7]) end
+      return {1}`,
   },
 } as const satisfies Record<string, RedisScript>;
 

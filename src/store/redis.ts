@@ -8,6 +8,8 @@
 //   P throttle:<key>                sorted set: fingerprint → time of the failure (ZADD GT = max),
 //                                   pruned on write, PEXPIRE one window after the last failure
 //   P known-clients:<username>      sorted set: client IP → expires_at, PEXPIRE to the latest expiry
+//   P throttle-pending:<key>        hash: guess id → "expires_at|fingerprint", guesses in flight,
+//                                   PEXPIRE to the latest expiry
 //
 // Writes touching several keys are Lua scripts (atomic). The scripts derive some key names from
 // data (a session's user), so this needs a standalone Redis or Sentinel, not Redis Cluster.
@@ -79,6 +81,7 @@ function keys(prefix: string) {
     userSessionsPrefix: `${prefix}user-sessions:`,
     expiry: `${prefix}session-expiry`,
     throttle: (key: string) => `${prefix}throttle:${key}`,
+    pending: (key: string) => `${prefix}throttle-pending:${key}`,
     knownClients: (username: string) => `${prefix}known-clients:${username}`,
   };
 }
@@ -130,8 +133,29 @@ function sessionStore(client: Redis, k: ReturnType<typeof keys>, run: Scripts): 
   };
 }
 
-function throttleStore(client: Redis, k: ReturnType<typeof keys>): ThrottleStore {
+function throttleStore(client: Redis, k: ReturnType<typeof keys>, run: Scripts): ThrottleStore {
   return {
+    beginGuess: async (guess, limit, now, windowMs) => {
+      const reply = (await mapped(
+        run.beginGuess(
+          [k.throttle(guess.key), k.pending(guess.key)],
+          [
+            guess.fingerprint,
+            guess.id,
+            limit ?? -1,
+            now,
+            now - windowMs,
+            guess.expiresAt,
+            Math.max(1, guess.expiresAt - now),
+          ],
+        ),
+      )) as (number | string)[];
+      if (reply[0] === 1) return { admitted: true };
+      return { admitted: false, pending: Number(reply[1]), failures: reply.slice(2).map(Number) };
+    },
+    endGuess: async (guess) => {
+      await mapped(client.hdel(k.pending(guess.key), guess.id));
+    },
     recordFailure: async (keyNames, fingerprint, now, windowMs) => {
       const multi = client.multi();
       for (const key of new Set(keyNames)) {
@@ -176,8 +200,8 @@ function throttleStore(client: Redis, k: ReturnType<typeof keys>): ThrottleStore
       const expiresAt = await mapped(client.zscore(k.knownClients(username), clientIp));
       return expiresAt !== null && Number(expiresAt) > now;
     },
-    // Every throttle key carries a TTL of one window after its last write and is pruned on each
-    // write, so Redis reclaims the memory by itself: nothing to scan here.
+    // Every throttle key carries a TTL (a window after its last failure, or the latest expiry of a
+    // guess) and is pruned on each write, so Redis reclaims the memory by itself: nothing to scan.
     purgeExpired: async () => {},
   };
 }
@@ -225,7 +249,7 @@ export async function openRedisStores(url: string, options: RedisStoreOptions = 
   return {
     client,
     sessions: sessionStore(client, k, run),
-    throttle: throttleStore(client, k),
+    throttle: throttleStore(client, k, run),
     ping: async () => {
       await mapped(client.ping());
     },

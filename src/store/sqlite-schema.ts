@@ -97,4 +97,21 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       END;
     `,
   },
+  {
+    version: 4,
+    name: 'guesses in flight',
+    sql: `
+      -- contract §3: login attempts in flight, one row each, counted by distinct fingerprint with the
+      -- failures of their key, so that parallel guesses cannot pass the limit whichever process
+      -- serves them. A row outlives a crashed process only until expires_at.
+      CREATE TABLE throttle_pending (
+        key TEXT NOT NULL,
+        id TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (key, id)
+      ) WITHOUT ROWID, STRICT;
+      CREATE INDEX throttle_pending_by_expiry ON throttle_pending (expires_at);
+    `,
+  },
 ];

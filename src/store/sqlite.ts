@@ -134,7 +134,38 @@ function throttleStore(db: DatabaseSync): ThrottleStore {
   );
   const purgeFailures = db.prepare('DELETE FROM throttle_failures WHERE at <= ?');
   const purgeClients = db.prepare('DELETE FROM known_clients WHERE expires_at <= ?');
+  // Distinct fingerprints of other guesses in flight that are not already counted as failures.
+  const pendingOthers = db.prepare(
+    `SELECT count(DISTINCT p.fingerprint) AS n FROM throttle_pending p
+     WHERE p.key = ? AND p.expires_at > ? AND p.fingerprint <> ? AND NOT EXISTS (
+       SELECT 1 FROM throttle_failures f WHERE f.key = p.key AND f.fingerprint = p.fingerprint AND f.at > ?)`,
+  );
+  const addPending = db.prepare(
+    'INSERT INTO throttle_pending (key, id, fingerprint, expires_at) VALUES (?, ?, ?, ?)',
+  );
+  const endPending = db.prepare('DELETE FROM throttle_pending WHERE key = ? AND id = ?');
+  const purgePending = db.prepare('DELETE FROM throttle_pending WHERE expires_at <= ?');
   return {
+    // One IMMEDIATE transaction: the write lock, taken before the count, makes check and add one
+    // step for every process on the file.
+    beginGuess: (guess, limit, now, windowMs) =>
+      call(() =>
+        transaction(db, () => {
+          if (limit !== null) {
+            const failures = recent.all(guess.key, now - windowMs, limit).map((row) => Number(row['at']));
+            const pending = Number(
+              pendingOthers.get(guess.key, now, guess.fingerprint, now - windowMs)?.['n'],
+            );
+            if (failures.length + pending >= limit) return { admitted: false, failures, pending };
+          }
+          addPending.run(guess.key, guess.id, guess.fingerprint, guess.expiresAt);
+          return { admitted: true };
+        }),
+      ),
+    endGuess: (guess) =>
+      call(() => {
+        endPending.run(guess.key, guess.id);
+      }),
     recordFailure: (keys, fingerprint, now) =>
       call(() =>
         transaction(db, () => {
@@ -163,6 +194,7 @@ function throttleStore(db: DatabaseSync): ThrottleStore {
       call(() => {
         purgeFailures.run(now - windowMs);
         purgeClients.run(now);
+        purgePending.run(now);
       }),
   };
 }

@@ -45,7 +45,41 @@ export interface ThrottleStatus {
   readonly retryAfterMs: number;
 }
 
+/** One login attempt in flight, counted as a failure-to-be under its username's key (contract §3). */
+export interface PendingGuess {
+  readonly key: string;
+  readonly fingerprint: string;
+  /** Unique per attempt: identical attempts each have their own, and count once by fingerprint. */
+  readonly id: string;
+  /** After this the guess no longer counts, even if nobody ended it (a crashed process). */
+  readonly expiresAt: number;
+}
+
+/** The facts behind a guess's admission; throttle.ts does the arithmetic. */
+export type GuessAdmission =
+  | { readonly admitted: true }
+  | {
+      readonly admitted: false;
+      /** Times of the latest distinct failures in the window, newest first, at most `limit`. */
+      readonly failures: readonly number[];
+      /** Distinct other fingerprints in flight, not among the failures. */
+      readonly pending: number;
+    };
+
 export interface ThrottleStore {
+  /**
+   * Admits the guess, and counts it as in flight, when its key's distinct failures in the window plus
+   * the distinct other guesses in flight are fewer than `limit` (`null`: always). Check and add are
+   * one atomic step across every process and instance sharing the store.
+   */
+  beginGuess(
+    guess: PendingGuess,
+    limit: number | null,
+    now: number,
+    windowMs: number,
+  ): Promise<GuessAdmission>;
+  /** The guess is no longer in flight (settle it with recordFailure first, if it failed). */
+  endGuess(guess: PendingGuess): Promise<void>;
   /** Counts a failure under each key; the same fingerprint under a key counts once. */
   recordFailure(keys: readonly string[], fingerprint: string, now: number, windowMs: number): Promise<void>;
   status(key: string, limit: number, now: number, windowMs: number): Promise<ThrottleStatus>;
@@ -53,6 +87,7 @@ export interface ThrottleStore {
   /** Remembers that `clientIp` logged in as `username` (contract §3: the owner is not locked out). */
   rememberClient(username: string, clientIp: string, now: number, ttlMs: number): Promise<void>;
   isKnownClient(username: string, clientIp: string, now: number): Promise<boolean>;
+  /** Drops failures that have left the window, expired known clients and expired guesses. */
   purgeExpired(now: number, windowMs: number): Promise<void>;
 }
 

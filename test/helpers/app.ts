@@ -195,6 +195,9 @@ export function fakeAuthenticator(passwords: Record<string, string>): Authentica
         ? { ok: true }
         : { ok: false, failure: 'bad_credentials', reason: 'IMAP [AUTHENTICATIONFAILED]' };
     },
+    // It refuses at once, so a refusal decided without it takes no time either (contract §3).
+    refusalDelayMs: () => 0,
+    maxVerifyMs: 1000,
     stats: () => ({ active: 0, queued: 0, breaker: 'closed' }),
   };
   return fake;

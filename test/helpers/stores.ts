@@ -26,7 +26,17 @@ export interface StoreBackend {
   cleanup(): Promise<void>;
 }
 
-const SQLITE_TABLES = ['sessions', 'throttle_failures', 'known_clients', 'memberships', 'groups', 'users'];
+const SQLITE_TABLES = [
+  'sessions',
+  'throttle_failures',
+  'throttle_pending',
+  'known_clients',
+  'memberships',
+  'groups',
+  'users',
+];
+/** The tables of the session and throttle stores, dumped to prove what is and is not kept. */
+const DUMPED_TABLES = ['sessions', 'throttle_failures', 'throttle_pending', 'known_clients'];
 
 /** Rows as JSON with byte strings in hex (Buffer's own toJSON would hide them from a replacer). */
 function rowsJson(tables: Record<string, unknown>[][]): string {
@@ -105,11 +115,7 @@ function sqliteDatabase(): Database {
     },
     async dump(stores) {
       const db = sqliteDb(stores);
-      return rowsJson(
-        ['sessions', 'throttle_failures', 'known_clients'].map((table) =>
-          db.prepare(`SELECT * FROM ${table}`).all(),
-        ),
-      );
+      return rowsJson(DUMPED_TABLES.map((table) => db.prepare(`SELECT * FROM ${table}`).all()));
     },
     async cleanup() {
       if (dir !== '') rmSync(dir, { recursive: true, force: true });
@@ -133,7 +139,7 @@ function postgresDatabase(server: TestPostgres): Database {
     async dump(stores) {
       const pool = pgPool(stores);
       const tables = [];
-      for (const table of ['sessions', 'throttle_failures', 'known_clients']) {
+      for (const table of DUMPED_TABLES) {
         tables.push((await pool.query(`SELECT * FROM ${table}`)).rows);
       }
       return rowsJson(tables);

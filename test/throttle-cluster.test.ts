@@ -1,0 +1,122 @@
+// Issue 12, defect 5 (contract §3): guesses in flight are counted where the counters live, so a burst
+// of parallel guesses for one username puts at most 5 through to IMAP however many processes and
+// instances serve it. Real clusters (WORKERS=2), against the harness Dovecot with its real 2 s
+// failure delay (the guesses stay in flight together), counted at the IMAP server by a TCP relay.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { dovecotEnv } from './helpers/app.ts';
+import { postLogin, startCluster, type TestCluster } from './helpers/cluster.ts';
+import { type Dovecot, startDovecot } from './helpers/dovecot.ts';
+import { type FaultProxy, startFaultProxy } from './helpers/fault-proxy.ts';
+import { startPostgres, type TestPostgres } from './helpers/postgres.ts';
+import { startRedis, type TestRedis } from './helpers/redis.ts';
+
+const GUESSES = 12;
+const USER_LIMIT = 5;
+
+let dovecot: Dovecot;
+let postgres: TestPostgres;
+let redis: TestRedis;
+before(async () => {
+  [dovecot, postgres, redis] = await Promise.all([
+    startDovecot({ authFailureDelay: 2 }),
+    startPostgres(),
+    startRedis(),
+  ]);
+});
+after(async () => {
+  await Promise.all([dovecot?.stop(), postgres?.stop(), redis?.stop()]);
+});
+
+interface Setup {
+  readonly name: string;
+  readonly instances: number;
+  /** Store settings, and their clean-up. */
+  stores(): Promise<{ env: Record<string, string>; drop: () => Promise<void> }>;
+}
+
+const SETUPS: readonly Setup[] = [
+  {
+    name: 'SQLite, one instance of WORKERS=2',
+    instances: 1,
+    async stores() {
+      const dir = mkdtempSync(join(tmpdir(), 'clubhouse-burst-'));
+      return {
+        env: { DATABASE_URL: `sqlite:${join(dir, 'clubhouse.db')}` },
+        drop: async () => rmSync(dir, { recursive: true, force: true }),
+      };
+    },
+  },
+  {
+    name: 'PostgreSQL, two instances of WORKERS=2',
+    instances: 2,
+    async stores() {
+      const db = await postgres.createDatabase();
+      return { env: { DATABASE_URL: db.url }, drop: () => db.drop() };
+    },
+  },
+  {
+    name: 'PostgreSQL + Redis, two instances of WORKERS=2',
+    instances: 2,
+    async stores() {
+      const db = await postgres.createDatabase();
+      return {
+        env: { DATABASE_URL: db.url, SESSION_STORE: redis.url, REDIS_KEY_PREFIX: redis.keyPrefix() },
+        drop: () => db.drop(),
+      };
+    },
+  },
+];
+
+for (const setup of SETUPS) {
+  describe(setup.name, () => {
+    let relay: FaultProxy;
+    let clusters: TestCluster[] = [];
+    let drop: () => Promise<void> = async () => {};
+    before(async () => {
+      relay = await startFaultProxy(dovecot.tlsPort);
+      const stores = await setup.stores();
+      drop = stores.drop;
+      const env = { ...stores.env, ...dovecotEnv(dovecot), IMAP_PORT: String(relay.port) };
+      // One after the other: the first migrates the shared database.
+      for (let i = 0; i < setup.instances; i++) clusters.push(await startCluster(env, 2));
+    });
+    after(async () => {
+      await Promise.all(clusters.map((cluster) => cluster.stop()));
+      clusters = [];
+      await relay?.close();
+      await drop();
+    });
+
+    test(`${GUESSES} parallel distinct wrong passwords for one username: at most ${USER_LIMIT} reach IMAP, the rest 429 with a true Retry-After`, async () => {
+      const before = relay.accepted;
+      const answers = await Promise.all(
+        Array.from({ length: GUESSES }, (_, i) =>
+          postLogin(clusters[i % clusters.length]!.port, 'alice', `wrong-guess-${i}`),
+        ),
+      );
+      const reached = relay.accepted - before;
+      const statuses = answers.map((answer) => answer.status);
+      assert.ok(reached <= USER_LIMIT, `${reached} guesses reached IMAP (statuses ${statuses.join(' ')})`);
+      assert.ok(reached >= 1, 'the first guesses were let through');
+      assert.equal(
+        statuses.filter((status) => status === 403).length,
+        reached,
+        'every admitted guess was refused',
+      );
+      const throttled = answers.filter((answer) => answer.status === 429);
+      assert.equal(throttled.length, GUESSES - reached);
+      for (const answer of throttled) {
+        // If the guesses in flight all fail, the username is locked for a whole window: not 1 s.
+        const seconds = Number(answer.headers['retry-after']);
+        assert.ok(seconds > 1 && seconds <= 900, `Retry-After: ${answer.headers['retry-after']}`);
+        assert.deepEqual(JSON.parse(answer.body), {
+          detail: `Request was throttled. Expected available in ${seconds} seconds.`,
+        });
+      }
+    });
+  });
+}
