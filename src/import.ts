@@ -1,35 +1,13 @@
 // The import file of contract §4: validated whole, every bad entry named by its JSON path and reason.
 import type { UsernameCase } from './config.ts';
-import { canonicalUsername, USERNAME_MAX_LENGTH } from './credentials.ts';
-import { MAX_GROUP_ID } from './groups.ts';
+import { canonicalUsername } from './credentials.ts';
+import { ImportConflictError, type ImportProblem } from './store/conflicts.ts';
+import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from './store/limits.ts';
 import type { Group, ImportData, Membership, Stores } from './store/types.ts';
-
-export interface ImportProblem {
-  /** JSON path of the bad entry or field, e.g. `groups[1].type`. */
-  readonly path: string;
-  readonly reason: string;
-}
 
 export type ImportValidation =
   | { readonly ok: true; readonly data: ImportData }
   | { readonly ok: false; readonly problems: ImportProblem[] };
-
-/** Raised by a store when valid-looking data conflicts with what is stored (a name taken, a group missing). */
-export class ImportConflictError extends Error {
-  override readonly name = 'ImportConflictError';
-  readonly problems: ImportProblem[];
-  constructor(problems: ImportProblem[]) {
-    super(problems.map((p) => `${p.path}: ${p.reason}`).join('; '));
-    this.problems = problems;
-  }
-}
-
-export const GROUP_LIMITS = {
-  name: 200,
-  description: 10_000,
-  short_description: 500,
-  activities: 10_000,
-} as const;
 
 const GROUP_FIELDS = new Set(['id', 'name', 'description', 'short_description', 'activities', 'type']);
 const USER_FIELDS = new Set(['username', 'active']);
@@ -88,7 +66,7 @@ function unknownFields(
   }
 }
 
-/** Checks one group's fields; missing text fields default to "" and type to 0. */
+/** Checks one group's entry; missing text fields default to "" and type to 0. */
 export function checkGroup(
   entry: Record<string, unknown>,
   path: string,
@@ -98,6 +76,24 @@ export function checkGroup(
   unknownFields(entry, GROUP_FIELDS, path, problems);
   if (!isGroupId(entry['id']))
     problems.push({ path: `${path}.id`, reason: `must be an integer from 1 to ${MAX_GROUP_ID}` });
+  const fields = groupFields(entry, path, problems);
+  return problems.length === before ? { id: entry['id'] as number, ...fields } : null;
+}
+
+/** Checks a group's entry without an id (`clubhouse group add` lets the store pick one). */
+export function checkGroupFields(
+  entry: Record<string, unknown>,
+  path: string,
+  problems: ImportProblem[],
+): Omit<Group, 'id'> | null {
+  const before = problems.length;
+  unknownFields(entry, GROUP_FIELDS, path, problems);
+  const fields = groupFields(entry, path, problems);
+  return problems.length === before ? fields : null;
+}
+
+/** The text fields and type of a group entry, with a problem for each bad one. */
+function groupFields(entry: Record<string, unknown>, path: string, problems: ImportProblem[]) {
   const text = (field: keyof typeof GROUP_LIMITS, required: boolean): string => {
     const value = entry[field];
     if (value === undefined && !required) return '';
@@ -120,8 +116,7 @@ export function checkGroup(
     }
     return value;
   };
-  const group = {
-    id: entry['id'] as number,
+  const fields = {
     name: text('name', true),
     description: text('description', false),
     short_description: text('short_description', false),
@@ -129,9 +124,9 @@ export function checkGroup(
     // Only an absent type defaults: `null` is a wrong value, not a missing one.
     type: (entry['type'] === undefined ? 0 : entry['type']) as 0 | 1,
   };
-  if (group.type !== 0 && group.type !== 1)
+  if (fields.type !== 0 && fields.type !== 1)
     problems.push({ path: `${path}.type`, reason: 'must be 0 (normal) or 1 (classroom)' });
-  return problems.length === before ? group : null;
+  return fields;
 }
 
 function list(root: Record<string, unknown>, key: string, problems: ImportProblem[]): unknown[] {

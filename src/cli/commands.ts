@@ -2,7 +2,9 @@
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config.ts';
 import { configReport } from '../config-report.ts';
-import { applyImport, checkGroup, checkUsername, ImportConflictError, isGroupId } from '../import.ts';
+import { applyImport, checkGroupFields, checkUsername, isGroupId } from '../import.ts';
+import { ImportConflictError } from '../store/conflicts.ts';
+import { MAX_GROUP_ID } from '../store/limits.ts';
 import { migrateStores } from '../store/open.ts';
 import type { Group, Stores } from '../store/types.ts';
 import { disableUser, enableUser, revokeSessions } from '../users.ts';
@@ -41,7 +43,7 @@ const GROUP_OPTIONS = ['id', 'name', 'description', 'short-description', 'activi
 
 function parseId(value: string | undefined, what: string): number {
   const id = value !== undefined && /^[0-9]+$/.test(value) ? Number(value) : Number.NaN;
-  if (!isGroupId(id)) throw new UsageError(`${what} must be an integer from 1 to 2147483647`);
+  if (!isGroupId(id)) throw new UsageError(`${what} must be an integer from 1 to ${MAX_GROUP_ID}`);
   return id;
 }
 
@@ -51,10 +53,12 @@ function parseUsername(value: string | undefined, config: Config): string {
   return checked.username;
 }
 
-/** A group from --options over an existing one (update) or from scratch (add). */
-function groupFromOptions(values: Record<string, string | undefined>, base: Partial<Group>): Group {
+/** A group's fields from --options over an existing group's (update) or from scratch (add). */
+function fieldsFromOptions(
+  values: Record<string, string | undefined>,
+  base: Partial<Omit<Group, 'id'>>,
+): Omit<Group, 'id'> {
   const entry: Record<string, unknown> = { ...base };
-  if (values['id'] !== undefined) entry['id'] = parseId(values['id'], '--id');
   if (values['name'] !== undefined) entry['name'] = values['name'];
   if (values['description'] !== undefined) entry['description'] = values['description'];
   if (values['short-description'] !== undefined) entry['short_description'] = values['short-description'];
@@ -62,12 +66,12 @@ function groupFromOptions(values: Record<string, string | undefined>, base: Part
   if (values['type'] !== undefined)
     entry['type'] = /^[01]$/.test(values['type']) ? Number(values['type']) : values['type'];
   const problems: { path: string; reason: string }[] = [];
-  const group = checkGroup(entry, 'group', problems);
-  if (group === null)
+  const fields = checkGroupFields(entry, 'group', problems);
+  if (fields === null)
     throw new UsageError(
       problems.map((p) => `${p.path.replace('group.', '--').replace('_', '-')} ${p.reason}`).join('; '),
     );
-  return group;
+  return fields;
 }
 
 function groupLine(group: Group): string {
@@ -198,16 +202,11 @@ export const COMMANDS: readonly Command[] = [
     options: GROUP_OPTIONS,
     positionals: 0,
     async run(context, { values }) {
+      const id = values['id'] === undefined ? null : parseId(values['id'], '--id');
+      const fields = fieldsFromOptions(values, {});
       const stores = await context.stores();
-      let base: Partial<Group> = {};
-      if (values['id'] === undefined) {
-        const groups = await stores.groups.list();
-        base = { id: groups.reduce((max, g) => Math.max(max, g.id), 0) + 1 };
-      } else if ((await stores.groups.detail(parseId(values['id'], '--id'), '')) !== null) {
-        throw new CommandError(`group ${values['id']} exists already (use group update)`);
-      }
-      const group = groupFromOptions(values, base);
-      await withConflicts(() => stores.groups.upsertGroup(group));
+      // One insert that fails on a taken id or name: two admins never overwrite each other's group.
+      const group = await withConflicts(() => stores.groups.addGroup({ id, ...fields }));
       context.out(context.json ? JSON.stringify(group) : `Added group ${group.id}: ${group.name}`);
     },
   },
@@ -223,8 +222,8 @@ export const COMMANDS: readonly Command[] = [
       const id = parseId(positionals[0], 'ID');
       const existing = await stores.groups.detail(id, '');
       if (existing === null) throw new CommandError(`no group with id ${id}`);
-      const { member_status: _, ...base } = existing;
-      const group = groupFromOptions(values, base);
+      const { member_status: _, id: __, ...base } = existing;
+      const group = { id, ...fieldsFromOptions(values, base) };
       await withConflicts(() => stores.groups.upsertGroup(group));
       context.out(context.json ? JSON.stringify(group) : `Updated group ${group.id}: ${group.name}`);
     },
