@@ -1,5 +1,6 @@
 // What the shared SQL layer writes differently for PostgreSQL, and how one connection runs its
-// statements (a transaction's, or the migration's own). postgres.ts adapts the pool to the layer.
+// statements (a transaction's, or the migration's own in postgres-pool.ts); postgres-driver.ts
+// adapts the pool to the layer.
 import pg from 'pg';
 import type { Dialect, Mode, Result, Statement } from './sql/driver.ts';
 

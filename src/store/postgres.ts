@@ -1,18 +1,11 @@
 // The PostgreSQL store (DATABASE_URL=postgres://…): every store interface on one pool, shared by
 // any number of instances. Users, groups, the import and the secret are the shared SQL layer
-// (sql/) over the driver below; sessions and throttle counters are written here. Times are ms in
+// (sql/) over postgres-driver.ts; sessions and throttle counters are written here. Times are ms in
 // BIGINT, which pg returns as strings, hence the Number() on the way out.
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import {
-  BULK_TIMEOUT_MS,
-  onClient,
-  POSTGRES_BEGIN,
-  POSTGRES_DIALECT,
-  result as toResult,
-} from './postgres-dialect.ts';
-import { createPool, migratePostgres, query, transaction } from './postgres-pool.ts';
-import { type SqlDriver, type Statement, stepAsync } from './sql/driver.ts';
+import { postgresDriver } from './postgres-driver.ts';
+import { createPool, migratePostgres, query } from './postgres-pool.ts';
 import { GROUP_QUERIES, sqlGroupStore } from './sql/groups.ts';
 import { secretKey, sqlUserStore } from './sql/users.ts';
 import type { SessionStore, Stores, ThrottleStore } from './types.ts';
@@ -130,28 +123,6 @@ function throttleStore(pool: pg.Pool): ThrottleStore {
     purgeExpired: async (now, windowMs) => {
       await query(pool, 'DELETE FROM throttle_failures WHERE at <= $1', [now - windowMs]);
       await query(pool, 'DELETE FROM known_clients WHERE expires_at <= $1', [now]);
-    },
-  };
-}
-
-/** The driver on `pool`. */
-export function postgresDriver(pool: pg.Pool): SqlDriver {
-  const onPool = async ({ sql, params, name }: Statement) =>
-    toResult(await query(pool, sql, [...params], name));
-  return {
-    dialect: POSTGRES_DIALECT,
-    run: (steps, mode) => {
-      if (mode === undefined) return stepAsync(steps, onPool);
-      return transaction(
-        pool,
-        async (client) => {
-          if (mode !== 'bulk') return stepAsync(steps, onClient(client));
-          await client.query(`SET LOCAL statement_timeout = ${BULK_TIMEOUT_MS}`);
-          await client.query(`SET LOCAL lock_timeout = ${BULK_TIMEOUT_MS}`);
-          return stepAsync(steps, onClient(client, BULK_TIMEOUT_MS));
-        },
-        POSTGRES_BEGIN[mode],
-      );
     },
   };
 }
