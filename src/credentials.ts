@@ -1,8 +1,8 @@
 // The login body (contract §3): DRF-style field validation, trimming, canonical usernames, and the
 // characters that are refused before any IMAP command is sent.
 import type { UsernameCase } from './config.ts';
+import { USERNAME_MAX_LENGTH } from './store/limits.ts';
 
-export const USERNAME_MAX_LENGTH = 150;
 export const PASSWORD_MAX_LENGTH = 1024;
 
 export interface Credentials {

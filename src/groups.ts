@@ -1,8 +1,6 @@
 // Reading groups (contract §3): the caller's groups, and one group with the caller's membership.
+import { MAX_GROUP_ID } from './store/limits.ts';
 import type { Group, GroupDetail, GroupStore } from './store/types.ts';
-
-/** Largest group id (contract §3: a path id above 2^31−1 is simply not found). */
-export const MAX_GROUP_ID = 2_147_483_647;
 
 /** The group id of a path segment: `[0-9]+`, leading zeros allowed, at most 2^31−1; else null. */
 export function parseGroupId(segment: string): number | null {

@@ -1,8 +1,8 @@
 // JSON schemas of the API (contract §3). Fastify uses them on the routes (response serialization,
 // request description) and @fastify/swagger turns the same objects into /api/schema (OpenAPI 3.1).
 import type { FastifySchema } from 'fastify';
-import { PASSWORD_MAX_LENGTH, USERNAME_MAX_LENGTH } from './credentials.ts';
-import { GROUP_LIMITS } from './import.ts';
+import { PASSWORD_MAX_LENGTH } from './credentials.ts';
+import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from './store/limits.ts';
 
 const detail = (example: string) => ({
   type: 'object',
@@ -19,7 +19,7 @@ const username = {
 const group = {
   type: 'object',
   properties: {
-    id: { type: 'integer', minimum: 1, maximum: 2_147_483_647 },
+    id: { type: 'integer', minimum: 1, maximum: MAX_GROUP_ID },
     name: { type: 'string', minLength: 1, maxLength: GROUP_LIMITS.name },
     description: { type: 'string', maxLength: GROUP_LIMITS.description },
     short_description: {

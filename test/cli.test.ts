@@ -248,6 +248,28 @@ describe('clubhouse in-process (runCli)', () => {
     ]);
   });
 
+  // Issue 13: `group add` read the largest id (or checked --id was free), then upserted by id, so
+  // two admins adding at once overwrote each other's group. Two in-process runs interleave at every
+  // await, which puts the second admin's read between the first one's read and write.
+  test('two admins adding groups at once never overwrite each other', async () => {
+    const env = freshEnv();
+    assert.equal((await cli(env, 'migrate')).code, 0);
+    const [first, second] = await Promise.all([
+      cli(env, 'group', 'add', '--name', 'Chess Club'),
+      cli(env, 'group', 'add', '--name', 'Go Club'),
+    ]);
+    assertOk(first, ['Added group 1: Chess Club'], 'first add');
+    assertOk(second, ['Added group 2: Go Club'], 'second add gets the next id');
+
+    const [mine, theirs] = await Promise.all([
+      cli(env, 'group', 'add', '--id', '7', '--name', 'Seven'),
+      cli(env, 'group', 'add', '--id', '7', '--name', 'Also Seven'),
+    ]);
+    assertOk(mine, ['Added group 7: Seven'], 'the first add of id 7');
+    assertFailure(theirs, 'group 7 exists already (use group update)', 'the second add of id 7');
+    assertOk(await cli(env, 'group', 'list'), ['1\tgroup\tChess Club\n2\tgroup\tGo Club\n7\tgroup\tSeven']);
+  });
+
   test('migrate, group add|update|remove|list and member set|remove do what they say', async () => {
     const env = freshEnv();
     assertOk(await cli(env, 'migrate'), ['Applied migrations: 1, 2, 3, 4.']);

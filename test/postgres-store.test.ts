@@ -10,7 +10,7 @@ import pg from 'pg';
 import { runCli } from '../src/cli/main.ts';
 import { StoreUnavailableError } from '../src/errors.ts';
 import { openStores } from '../src/store/open.ts';
-import { POSTGRES_GROUP_QUERIES } from '../src/store/postgres-groups.ts';
+import { POSTGRES_GROUP_QUERIES } from '../src/store/postgres.ts';
 import { isPostgresUnavailable, migratePostgres, query } from '../src/store/postgres-pool.ts';
 import type { Stores } from '../src/store/types.ts';
 import { freePort } from './helpers/ports.ts';

@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { StoreUnavailableError } from '../src/errors.ts';
-import { applyImport, ImportConflictError } from '../src/import.ts';
+import { applyImport } from '../src/import.ts';
+import { ImportConflictError } from '../src/store/conflicts.ts';
+import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from '../src/store/limits.ts';
 import type { Group, PendingGuess, Stores } from '../src/store/types.ts';
 import { disableUser } from '../src/users.ts';
 import { startPostgres } from './helpers/postgres.ts';
@@ -507,6 +509,73 @@ for (const backend of storeBackends(postgres, redis)) {
         assert.deepEqual(
           (await stores.groups.list()).map((g) => g.id),
           [1],
+        );
+      });
+
+      test('addGroup inserts and never overwrites: the next id, or a conflict naming the id or the name', async () => {
+        const conflictOf = (path: string, reason: string) => (err: unknown) => {
+          assert.ok(err instanceof ImportConflictError, String(err));
+          assert.deepEqual(err.problems, [{ path, reason }]);
+          return true;
+        };
+        const { id: _, ...fields } = group(0, 'Chess');
+        assert.deepEqual(await stores.groups.addGroup({ ...fields, id: null }), group(1, 'Chess'));
+        assert.deepEqual(await stores.groups.addGroup({ ...group(7, 'Seven') }), group(7, 'Seven'));
+        // Added at once, each gets its own id: none is lost and none overwritten.
+        const added = await Promise.all(
+          ['A', 'B', 'C', 'D'].map((name) => stores.groups.addGroup({ ...fields, name, id: null })),
+        );
+        assert.deepEqual(
+          added.map((g) => g.id).sort((a, b) => a - b),
+          [8, 9, 10, 11],
+        );
+        await assert.rejects(
+          stores.groups.addGroup(group(7, 'Other')),
+          conflictOf('id', 'group 7 exists already (use group update)'),
+        );
+        await assert.rejects(
+          stores.groups.addGroup({ ...fields, name: 'Seven', id: null }),
+          conflictOf('name', '"Seven" is already the name of another group'),
+        );
+        await stores.groups.addGroup(group(MAX_GROUP_ID, 'Last'));
+        await assert.rejects(
+          stores.groups.addGroup({ ...fields, name: 'Beyond', id: null }),
+          conflictOf('id', `the largest group id (${MAX_GROUP_ID}) is in use: give a free one with --id`),
+        );
+        assert.deepEqual(
+          (await stores.groups.list()).map((g) => [g.id, g.name]),
+          [
+            [1, 'Chess'],
+            [7, 'Seven'],
+            ...added.map((g) => [g.id, g.name]).sort((a, b) => Number(a[0]) - Number(b[0])),
+            [MAX_GROUP_ID, 'Last'],
+          ],
+        );
+      });
+
+      test('the database enforces exactly the data limits of limits.ts, in code points', async () => {
+        // '😀' is two UTF-16 units and four UTF-8 bytes: a limit counted in either would differ.
+        const text = (n: number) => '😀'.repeat(n);
+        const refused = (err: unknown) =>
+          !(err instanceof StoreUnavailableError) && !(err instanceof ImportConflictError);
+        const limits = Object.entries(GROUP_LIMITS) as [keyof typeof GROUP_LIMITS, number][];
+        for (const [field, limit] of limits) {
+          await stores.groups.upsertGroup(group(1, 'g', { [field]: text(limit) }));
+          await assert.rejects(
+            stores.groups.upsertGroup(group(2, 'h', { [field]: text(limit + 1) })),
+            refused,
+            field,
+          );
+        }
+        await stores.groups.upsertGroup(group(MAX_GROUP_ID, 'last'));
+        for (const id of [0, MAX_GROUP_ID + 1]) {
+          await assert.rejects(stores.groups.upsertGroup(group(id, `id ${id}`)), refused, `id ${id}`);
+        }
+        assert.equal(await stores.users.recordLogin(text(USERNAME_MAX_LENGTH), now, true), 'ok');
+        await assert.rejects(stores.users.recordLogin(text(USERNAME_MAX_LENGTH + 1), now, true), refused);
+        assert.deepEqual(
+          (await stores.groups.list()).map((g) => g.id),
+          [1, MAX_GROUP_ID],
         );
       });
 

@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 import { type Config, ConfigError, environmentWithDotenv, loadConfig } from '../config.ts';
 import { openStores } from '../store/open.ts';
 import type { Stores } from '../store/types.ts';
-import { COMMANDS, type Command, CommandError, UsageError } from './commands.ts';
+import { type Command, CommandError, UsageError } from './command.ts';
+import { COMMANDS } from './commands.ts';
 
 export interface CliIo {
   readonly out: (text: string) => void;

@@ -3,7 +3,10 @@
 // the pool replaces broken connections by itself, so the service recovers without a restart.
 import pg from 'pg';
 import { StoreUnavailableError } from '../errors.ts';
+import { onClient, POSTGRES_DIALECT } from './postgres-dialect.ts';
 import { POSTGRES_MIGRATIONS } from './postgres-schema.ts';
+import { stepAsync } from './sql/driver.ts';
+import { migrate } from './sql/migrate.ts';
 
 /** Bounds of one process's pool; with WORKERS=N the server holds up to N × max connections. */
 export const POOL_SETTINGS = {
@@ -67,13 +70,6 @@ export function isPostgresUnavailable(err: unknown): boolean {
 export function mapPostgresError(err: unknown): never {
   if (isPostgresUnavailable(err)) throw new StoreUnavailableError('database', { cause: err });
   throw err;
-}
-
-/** True for a violation of the UNIQUE constraint `constraint` (SQLSTATE 23505). */
-export function isUniqueViolation(err: unknown, constraint: string): boolean {
-  return (
-    err instanceof pg.DatabaseError && err.code === '23505' && (err.constraint ?? constraint) === constraint
-  );
 }
 
 /** A bounded pool on `url`; `onError` hears of idle connections that break (the pool drops them). */
@@ -151,25 +147,11 @@ export async function migratePostgres(url: string): Promise<number[]> {
     await client.query('BEGIN');
     // Released by COMMIT/ROLLBACK; the lock space is per database.
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-    await client.query(
-      'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
+    // The runner the SQLite store uses too (sql/migrate.ts), on this connection.
+    const applied = await stepAsync(
+      migrate(POSTGRES_DIALECT, POSTGRES_MIGRATIONS, Date.now()),
+      onClient(client),
     );
-    const done = new Set(
-      (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map(
-        (row) => row.version,
-      ),
-    );
-    const applied: number[] = [];
-    for (const migration of POSTGRES_MIGRATIONS) {
-      if (done.has(migration.version)) continue;
-      await client.query(migration.sql);
-      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
-        migration.version,
-        migration.name,
-        Date.now(),
-      ]);
-      applied.push(migration.version);
-    }
     await client.query('COMMIT');
     return applied;
   } catch (err) {

@@ -1,7 +1,7 @@
 // Versioned migrations of the PostgreSQL database: the same tables, keys and limits as the SQLite
 // ones (sqlite-schema.ts), so that contract §4 is enforced by the database on either engine.
 // Times are milliseconds since the epoch in BIGINT, as in SQLite; char_length counts code points.
-import type { Migration } from './sqlite-schema.ts';
+import type { Migration } from './sql/migrate.ts';
 
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   {

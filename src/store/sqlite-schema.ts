@@ -1,11 +1,7 @@
-// Versioned migrations of the embedded SQLite database. Limits of contract §4 are enforced here
-// (CHECK, UNIQUE, foreign keys, STRICT types) as well as in the code.
-
-export interface Migration {
-  readonly version: number;
-  readonly name: string;
-  readonly sql: string;
-}
+// Versioned migrations of the embedded SQLite database. Limits of contract §4 (limits.ts) are
+// enforced here (CHECK, UNIQUE, foreign keys, STRICT types) as well as in the code; the limits test
+// proves the two agree.
+import type { Migration } from './sql/migrate.ts';
 
 export const SQLITE_MIGRATIONS: readonly Migration[] = [
   {

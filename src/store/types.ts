@@ -118,6 +118,9 @@ export interface Group {
   readonly type: GroupType;
 }
 
+/** A group to add: without an id, it gets the one after the largest. */
+export type NewGroup = Omit<Group, 'id'> & { readonly id: number | null };
+
 export interface GroupDetail extends Group {
   readonly member_status: MemberStatus;
 }
@@ -141,6 +144,8 @@ export interface GroupStore {
   /** A group with the user's membership status, or null when there is no such group. */
   detail(id: number, username: string): Promise<GroupDetail | null>;
   list(): Promise<Group[]>;
+  /** Inserts a new group, never overwriting: ImportConflictError when its id or name is taken. */
+  addGroup(group: NewGroup): Promise<Group>;
   /** Inserts or updates by id. */
   upsertGroup(group: Group): Promise<void>;
   removeGroup(id: number): Promise<boolean>;

@@ -1,0 +1,46 @@
+// What every admin command is made of (contract §6): its shape, its context, its two failures.
+import type { Config } from '../config.ts';
+import { checkUsername } from '../import-fields.ts';
+import type { Stores } from '../store/types.ts';
+
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+export class CommandError extends Error {
+  override readonly name = 'CommandError';
+}
+
+export interface CommandContext {
+  readonly config: Config;
+  readonly stores: () => Promise<Stores>;
+  readonly json: boolean;
+  readonly out: (text: string) => void;
+  readonly now: () => number;
+}
+
+export interface Command {
+  /** e.g. `group add`. */
+  readonly name: string;
+  readonly usage: string;
+  readonly summary: string;
+  /** Options taking a value (string); `--json` and `--help` are always accepted. */
+  readonly options?: readonly string[];
+  readonly positionals: number;
+  run(
+    context: CommandContext,
+    args: { positionals: string[]; values: Record<string, string | undefined> },
+  ): Promise<void>;
+}
+
+/** A USERNAME argument as stored (the import's rules), or a usage error. */
+export function parseUsername(value: string | undefined, config: Config): string {
+  const checked = checkUsername(value, config.usernameCase);
+  if ('reason' in checked) throw new UsageError(`USERNAME ${checked.reason}`);
+  return checked.username;
+}
+
+/** Prints a command's result: `json` with --json, else the sentence. */
+export function report(context: CommandContext, json: unknown, text: string): void {
+  context.out(context.json ? JSON.stringify(json) : text);
+}

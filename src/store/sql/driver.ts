@@ -1,0 +1,114 @@
+// The tiny driver under the shared SQL layer (users.ts, groups.ts, import-data.ts, migrate.ts).
+//
+// The layer writes each operation once, as a generator of statements: it yields a statement,
+// receives its rows, and returns the answer. A driver runs those steps: SQLite's synchronously,
+// inside one synchronous transaction (no await can let another request's statement slip into it,
+// and the request path pays no extra await); PostgreSQL's awaiting each statement, on the pool or
+// on one transaction's connection. What still differs between the engines is the Dialect below.
+
+/** A row as the engine returns it; rows.ts turns rows into the types of store/types.ts. */
+export type Row = Record<string, unknown>;
+
+export interface Statement {
+  /** The SQL, with PostgreSQL placeholders ($1, $2, …); the SQLite driver rewrites them. */
+  readonly sql: string;
+  readonly params: readonly unknown[];
+  /** PostgreSQL prepares a named statement once per connection (the request path). */
+  readonly name?: string;
+  /** Several statements without parameters (a migration): SQLite must exec them, not prepare. */
+  readonly script?: boolean;
+}
+
+export interface Result {
+  readonly rows: Row[];
+  /** Rows inserted, updated or deleted. */
+  readonly changes: number;
+}
+
+/** An operation of the shared layer: yields statements, receives their results, returns T. */
+export type Steps<T> = Generator<Statement, T, Result>;
+
+/**
+ * How `run` wraps the steps: one statement at a time (undefined), one write transaction (taking the
+ * write lock up front on SQLite), a read-only snapshot, or a write transaction allowed to run long
+ * (an import of a big file).
+ */
+export type Mode = 'write' | 'snapshot' | 'bulk';
+
+/** A column of a bulk parameter: its name and PostgreSQL array element type. */
+export type Column = readonly [name: string, type: 'integer' | 'smallint' | 'text' | 'boolean'];
+
+/** What differs between the SQL the layer writes for SQLite and for PostgreSQL. */
+export interface Dialect {
+  /**
+   * A FROM item `f` over many rows passed as parameters from `$first` on, with the columns named
+   * and `ord`, the row's 1-based position: PostgreSQL unnests arrays, SQLite walks one JSON text.
+   * Its parameters (from `bulk`) must be the last of the statement.
+   */
+  rows(first: number, columns: readonly Column[]): string;
+  /** The parameters of `rows`: one array per column, or one JSON text. */
+  bulk(columns: readonly Column[], rows: readonly (readonly unknown[])[]): unknown[];
+  /** ORDER BY suffix for code-point order of text whatever the locale (SQLite's BINARY is). */
+  readonly binaryOrder: string;
+  /** An expression yielding random text (parks group names during an import). */
+  readonly randomText: string;
+  /** Suffix of a SELECT that keeps the row from being deleted until the transaction ends. */
+  readonly keyShare: string;
+  /** Makes writers of `groups` queue behind this transaction; null when the write lock does it. */
+  readonly lockGroups: string | null;
+  /** DDL of the table recording applied migrations. */
+  readonly migrationsTable: string;
+  /** True for a violation of a UNIQUE or PRIMARY KEY constraint (not a CHECK: that is a bug). */
+  isUniqueViolation(err: unknown): boolean;
+}
+
+export interface SqlDriver {
+  readonly dialect: Dialect;
+  /** Runs the steps (in a transaction when `mode` says so); store failures are mapped as usual. */
+  run<T>(steps: Steps<T>, mode?: Mode): Promise<T>;
+}
+
+/** Feeds each statement's result back into `steps`, synchronously; errors are thrown into it. */
+export function stepSync<T>(steps: Steps<T>, exec: (statement: Statement) => Result): T {
+  let next = steps.next();
+  while (next.done !== true) {
+    let result: Result;
+    try {
+      result = exec(next.value);
+    } catch (err) {
+      next = steps.throw(err);
+      continue;
+    }
+    next = steps.next(result);
+  }
+  return next.value;
+}
+
+/** stepSync for a driver whose statements answer later. */
+export async function stepAsync<T>(
+  steps: Steps<T>,
+  exec: (statement: Statement) => Promise<Result>,
+): Promise<T> {
+  let next = steps.next();
+  while (next.done !== true) {
+    let result: Result;
+    try {
+      result = await exec(next.value);
+    } catch (err) {
+      next = steps.throw(err);
+      continue;
+    }
+    next = steps.next(result);
+  }
+  return next.value;
+}
+
+/** The steps of one statement whose rows `map` turns into the answer. */
+export function* select<T>(statement: Statement, map: (rows: Row[]) => T): Steps<T> {
+  return map((yield statement).rows);
+}
+
+/** The steps of one statement answering how many rows it changed. */
+export function* change(statement: Statement): Steps<number> {
+  return (yield statement).changes;
+}

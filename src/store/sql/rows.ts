@@ -1,0 +1,48 @@
+// Rows into the types of store/types.ts, once for both engines. SQLite answers INTEGER columns as
+// numbers and booleans as 0/1; PostgreSQL answers BIGINT as strings and booleans as booleans:
+// Number() and `Number(x) === 1` read both the same way.
+import type { Group, GroupDetail, Membership, StoredMemberStatus, UserRecord } from '../types.ts';
+import type { Row } from './driver.ts';
+
+export const GROUP_COLUMNS = 'g.id, g.name, g.description, g.short_description, g.activities, g.type';
+export const USER_COLUMNS = 'username, active, created_at, last_login_at';
+
+const isTrue = (value: unknown) => Number(value) === 1;
+
+export function toGroup(row: Row): Group {
+  return {
+    id: Number(row['id']),
+    name: String(row['name']),
+    description: String(row['description']),
+    short_description: String(row['short_description']),
+    activities: String(row['activities']),
+    type: Number(row['type']) === 1 ? 1 : 0,
+  };
+}
+
+/** A group with the caller's member_status; anything but 0, 1 or 2 (no membership) is −1. */
+export function toGroupDetail(row: Row): GroupDetail {
+  const status = Number(row['member_status']);
+  return { ...toGroup(row), member_status: status === 0 || status === 1 || status === 2 ? status : -1 };
+}
+
+export function toUser(row: Row): UserRecord {
+  return {
+    username: String(row['username']),
+    active: isTrue(row['active']),
+    createdAt: Number(row['created_at']),
+    lastLoginAt: row['last_login_at'] === null ? null : Number(row['last_login_at']),
+  };
+}
+
+export function toExportedUser(row: Row): { username: string; active: boolean } {
+  return { username: String(row['username']), active: isTrue(row['active']) };
+}
+
+export function toMembership(row: Row): Membership {
+  return {
+    group: Number(row['group_id']),
+    username: String(row['username']),
+    status: Number(row['status']) as StoredMemberStatus,
+  };
+}
