@@ -25,6 +25,7 @@ export function configReport(config: Config): { settings: Record<string, string>
     IMAP_FORWARD_CLIENT_IP: String(config.imap.forwardClientIp),
     COOKIE_SECURE: String(config.cookieSecure),
     TRUSTED_ORIGINS: config.trustedOrigins.join(',') || '(none)',
+    ALLOWED_HOSTS: config.allowedHosts === null ? '(any Host)' : config.allowedHosts.join(','),
     TRUST_PROXY: Array.isArray(config.trustProxy) ? config.trustProxy.join(',') : String(config.trustProxy),
     USERNAME_CASE: config.usernameCase,
     ALLOW_NEW_USERS: String(config.allowNewUsers),
@@ -63,6 +64,11 @@ export function configReport(config: Config): { settings: Record<string, string>
   for (const origin of config.trustedOrigins) {
     if (origin.startsWith('http://'))
       warnings.push(`TRUSTED_ORIGINS has ${origin}: a plain-HTTP origin may send credentialed requests.`);
+  }
+  if (config.allowedHosts === null && publicListener) {
+    warnings.push(
+      `ALLOWED_HOSTS is not set on HOST=${config.host}: any Host header is served, so a page on a rebound DNS name can drive logins from a visitor's browser. List the names clients use.`,
+    );
   }
   if (config.metricsPort === null && publicListener) {
     warnings.push('/metrics is served on the public port; set METRICS_PORT to keep it apart.');

@@ -33,6 +33,8 @@ export interface Config {
   };
   readonly cookieSecure: boolean;
   readonly trustedOrigins: readonly string[];
+  /** contract §7: the Host names served (Django's ALLOWED_HOSTS, lower-cased); `null`: any Host. */
+  readonly allowedHosts: readonly string[] | null;
   readonly trustProxy: TrustProxy;
   readonly logLevel: LogLevel;
   readonly usernameCase: UsernameCase;
@@ -162,6 +164,7 @@ export function loadConfig(env: Env): Config {
     },
     cookieSecure: boolean('COOKIE_SECURE', false),
     trustedOrigins: parseTrustedOrigins(read('TRUSTED_ORIGINS')),
+    allowedHosts: parseAllowedHosts(read('ALLOWED_HOSTS')),
     trustProxy: parseTrustProxy(read('TRUST_PROXY')),
     logLevel: oneOf<LogLevel>('LOG_LEVEL', LOG_LEVELS, 'info'),
     usernameCase: oneOf<UsernameCase>('USERNAME_CASE', ['lower', 'preserve'], 'lower'),
@@ -210,6 +213,29 @@ function parseTrustedOrigins(raw: string | undefined): string[] {
       }
       return url.origin;
     });
+}
+
+// An entry of ALLOWED_HOSTS: `*`, a name (a leading dot: and its subdomains), or a bracketed IPv6
+// literal; the forms Django's host check can match, since it compares the Host without its port.
+const ALLOWED_HOST = /^(\*|\.?[a-z0-9-]+(\.[a-z0-9-]+)*\.?|\[[a-f0-9]*:[a-f0-9.:]+\])$/;
+
+function parseAllowedHosts(raw: string | undefined): string[] | null {
+  if (raw === undefined) return null;
+  const entries = raw
+    .split(',')
+    .map((item) => item.trim().toLowerCase())
+    .filter((item) => item !== '');
+  if (entries.length === 0) throw new ConfigError('ALLOWED_HOSTS', 'lists no host name');
+  for (const entry of entries) {
+    if (!ALLOWED_HOST.test(entry)) {
+      throw new ConfigError(
+        'ALLOWED_HOSTS',
+        `"${entry}" is not a host name like club.example.org, .example.org, [::1] or * (no scheme, no port)`,
+      );
+    }
+  }
+  // A trailing dot is stripped from the Host before comparing (Django), so from the entries too.
+  return entries.map((entry) => (entry.length > 1 && entry.endsWith('.') ? entry.slice(0, -1) : entry));
 }
 
 function parseTrustProxy(raw: string | undefined): TrustProxy {
