@@ -150,6 +150,8 @@ export const SCHEMAS = {
   },
   schema: { hide: true },
   options: { hide: true },
+  // The route of every method an endpoint refuses (405): not part of the API's description.
+  methodNotAllowed: { hide: true },
 } as const satisfies Record<string, FastifySchema & { hide?: boolean }>;
 
 /** The OpenAPI document's frame: @fastify/swagger fills in the paths from the route schemas. */

@@ -28,7 +28,7 @@ import { LoginThrottle } from '../throttle.ts';
 import { hostAllowed, isProbePath } from './allowed-hosts.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { BODY_LIMIT_BYTES, installContentTypes } from './content-types.ts';
-import { supportEveryMethod } from './endpoints.ts';
+import { apiEndpoints, supportEveryMethod } from './endpoints.ts';
 import { frameworkErrorsHandler, installErrorHandling } from './errors.ts';
 import { responseHeaders } from './headers.ts';
 import { nodeServerFactory } from './node-server.ts';
@@ -83,8 +83,7 @@ function trustHops(hops: number): (address: string, hop: number) => boolean {
  * which refuses a Host that ALLOWED_HOSTS does not list (the health probes excepted). Returns the
  * refusal, or null.
  */
-function edgeEntry(config: Config, trusted: ReadonlySet<string>) {
-  const allowed = hostAllowed(config.allowedHosts);
+function edgeEntry(allowed: (host: string | undefined) => boolean, trusted: ReadonlySet<string>) {
   return (request: FastifyRequest, reply: FastifyReply): ApiError | null => {
     reply.headers(
       responseHeaders({ url: request.url, requestId: request.id, origin: request.headers.origin }, trusted),
@@ -102,13 +101,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const metrics = deps.metrics ?? createMetrics();
   const sessions = new Sessions(stores.sessions, now);
   const lifecycle = { closing: false };
-  const entry = edgeEntry(config, trusted);
+  const allowedHost = hostAllowed(config.allowedHosts);
+  const entry = edgeEntry(allowedHost, trusted);
   const fastify = Fastify({
     serverFactory: nodeServerFactory({
       raw: rawCheck({
         sessions,
         trustedOrigins: trusted,
-        hostAllowed: hostAllowed(config.allowedHosts),
+        hostAllowed: allowedHost,
         metrics,
         logger: deps.logger,
         closing: () => lifecycle.closing,
@@ -176,9 +176,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     authenticator,
     allowNewUsers: config.allowNewUsers,
   };
-  registerAuthRoutes(fastify, trusted, { config, sessions, hooks, login, metrics });
-  registerGroupRoutes(fastify, trusted, { hooks, groups: stores.groups });
-  registerSchemaRoute(fastify, trusted);
+  const endpoint = apiEndpoints(fastify, trusted);
+  registerAuthRoutes(endpoint, { config, sessions, hooks, login, metrics });
+  registerGroupRoutes(endpoint, { hooks, groups: stores.groups });
+  registerSchemaRoute(fastify, endpoint);
   registerWebClient(fastify);
   const imapProbe = config.imap.host === null ? null : readinessProbe(imapSettings(config));
   registerOps(fastify, { stores, imapProbe, metrics: config.metricsPort === null ? metrics : null });

@@ -16,6 +16,7 @@ import type {
   RouteHandlerMethod,
 } from 'fastify';
 import { methodNotAllowed } from '../errors.ts';
+import { SCHEMAS } from '../schemas.ts';
 import { isTrustedPreflight, preflightHeaders } from './cors.ts';
 import { sendJson } from './headers.ts';
 
@@ -62,7 +63,14 @@ export function supportEveryMethod(app: FastifyInstance): void {
 }
 
 /** Declares one /api endpoint: `declare` adds its routes; OPTIONS and the 405 route follow from them. */
-export function apiEndpoint(
+export type DeclareEndpoint = (options: EndpointOptions, declare: (routes: EndpointRoutes) => void) => void;
+
+/** The endpoint declarer of `app`; trusted origins get their CORS preflight answered (contract §7). */
+export function apiEndpoints(app: FastifyInstance, trustedOrigins: ReadonlySet<string>): DeclareEndpoint {
+  return (options, declare) => declareEndpoint(app, trustedOrigins, options, declare);
+}
+
+function declareEndpoint(
   app: FastifyInstance,
   trustedOrigins: ReadonlySet<string>,
   options: EndpointOptions,
@@ -106,14 +114,14 @@ export function apiEndpoint(
   for (const adder of adders) adder.add();
 
   const description = JSON.stringify({ name: options.name, methods });
-  app.options(url, { schema: { hide: true } as FastifySchema, onRequest }, (request, reply) => {
+  app.options(url, { schema: SCHEMAS.options, onRequest }, (request, reply) => {
     if (isTrustedPreflight(request.headers, trustedOrigins)) reply.headers(preflightHeaders(allow));
     return sendJson(reply, 200, description);
   });
   app.route({
     method: app.supportedMethods.filter((method) => !methods.includes(method)),
     url,
-    schema: { hide: true } as FastifySchema,
+    schema: SCHEMAS.methodNotAllowed,
     onRequest: [onRequest, (request, _reply, done) => done(methodNotAllowed(request.method, allow))],
     handler: () => {
       throw new Error('unreachable: the onRequest hook answered 405');

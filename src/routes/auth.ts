@@ -1,12 +1,12 @@
 // /api/auth/check, /api/auth/login, /api/auth/logout (contract §2, §3, §7).
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type LoginDeps, login } from '../auth.ts';
 import type { Config } from '../config.ts';
 import { clearedSessionCookie, loginCookies, readCookies } from '../cookies.ts';
 import { parseCredentials } from '../credentials.ts';
 import { checkCsrf } from '../csrf.ts';
 import { API_ERRORS, ApiError, FieldErrors, throttled } from '../errors.ts';
-import { apiEndpoint } from '../http/endpoints.ts';
+import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import type { SessionHooks } from '../http/session.ts';
 import type { Metrics } from '../metrics.ts';
@@ -52,11 +52,7 @@ function secureCookies(config: AuthRouteDeps['config'], request: FastifyRequest)
 }
 
 /** The three auth endpoints (the raw check path, http/raw-check.ts, answers check when it can). */
-export function registerAuthRoutes(
-  app: FastifyInstance,
-  trusted: ReadonlySet<string>,
-  deps: AuthRouteDeps,
-): void {
+export function registerAuthRoutes(endpoint: DeclareEndpoint, deps: AuthRouteDeps): void {
   const { config, sessions } = deps;
   const guard = csrfGuard(config.trustedOrigins);
 
@@ -111,13 +107,13 @@ export function registerAuthRoutes(
     return sendJson(reply, 200, LOGGED_OUT);
   };
 
-  apiEndpoint(app, trusted, { url: '/api/auth/check', name: 'Check' }, (routes) =>
+  endpoint({ url: '/api/auth/check', name: 'Check' }, (routes) =>
     routes.get({ schema: SCHEMAS.check, preHandler: deps.hooks.readSession }, check),
   );
-  apiEndpoint(app, trusted, { url: '/api/auth/login', name: 'Login', beforeBody: guard }, (routes) =>
+  endpoint({ url: '/api/auth/login', name: 'Login', beforeBody: guard }, (routes) =>
     routes.post({ schema: SCHEMAS.login }, doLogin),
   );
-  apiEndpoint(app, trusted, { url: '/api/auth/logout', name: 'Logout', beforeBody: guard }, (routes) =>
+  endpoint({ url: '/api/auth/logout', name: 'Logout', beforeBody: guard }, (routes) =>
     routes.post({ schema: SCHEMAS.logout }, logout),
   );
 }

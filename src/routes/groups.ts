@@ -1,8 +1,7 @@
 // /api/group/ and /api/group/{id} (contract §3); both need a logged-in session (requireSession).
-import type { FastifyInstance } from 'fastify';
 import { API_ERRORS, ApiError } from '../errors.ts';
 import { groupDetail, myGroups, parseGroupId } from '../groups.ts';
-import { apiEndpoint } from '../http/endpoints.ts';
+import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { caller, type SessionHooks } from '../http/session.ts';
 import { SCHEMAS } from '../schemas.ts';
 import type { GroupStore } from '../store/types.ts';
@@ -13,13 +12,9 @@ export interface GroupRouteDeps {
 }
 
 /** The two group endpoints. */
-export function registerGroupRoutes(
-  app: FastifyInstance,
-  trusted: ReadonlySet<string>,
-  deps: GroupRouteDeps,
-): void {
+export function registerGroupRoutes(endpoint: DeclareEndpoint, deps: GroupRouteDeps): void {
   const { requireSession } = deps.hooks;
-  apiEndpoint(app, trusted, { url: '/api/group', name: 'Group List' }, (routes) =>
+  endpoint({ url: '/api/group', name: 'Group List' }, (routes) =>
     // Serialized by the route's response schema: exactly the contract's fields, nothing more.
     routes.get({ schema: SCHEMAS.groupList, preHandler: requireSession }, async (request, reply) =>
       reply.code(200).send(await myGroups(deps.groups, caller(request))),
@@ -27,7 +22,7 @@ export function registerGroupRoutes(
   );
   // contract §3: the id is [0-9]+, leading zeros allowed, of any length (app.ts: maxParamLength);
   // the route only matches digits, and the range is checked after the session, like DRF's lookup.
-  apiEndpoint(app, trusted, { url: '/api/group/:id(^\\d+$)', name: 'Group Detail' }, (routes) =>
+  endpoint({ url: '/api/group/:id(^\\d+$)', name: 'Group Detail' }, (routes) =>
     routes.get<{ Params: { id: string } }>(
       { schema: SCHEMAS.groupDetail, preHandler: requireSession },
       async (request, reply) => {

@@ -2,7 +2,7 @@
 // and /api/schema (the OpenAPI document of the route schemas).
 import type { FastifyInstance } from 'fastify';
 import { StoreUnavailableError } from '../errors.ts';
-import { apiEndpoint } from '../http/endpoints.ts';
+import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import type { ProbeResult } from '../imap-probe.ts';
 import type { Metrics } from '../metrics.ts';
@@ -57,8 +57,8 @@ export function registerOps(fastify: FastifyInstance, deps: OpsDeps): void {
 }
 
 /** GET /api/schema: what @fastify/swagger made of the route schemas (registered before every route). */
-export function registerSchemaRoute(app: FastifyInstance, trusted: ReadonlySet<string>): void {
-  apiEndpoint(app, trusted, { url: '/api/schema', name: 'Schema' }, (routes) =>
+export function registerSchemaRoute(app: FastifyInstance, endpoint: DeclareEndpoint): void {
+  endpoint({ url: '/api/schema', name: 'Schema' }, (routes) =>
     routes.get({ schema: SCHEMAS.schema }, (_request, reply) =>
       sendJson(reply, 200, JSON.stringify(app.swagger())),
     ),

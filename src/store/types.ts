@@ -43,7 +43,7 @@ export interface SessionCache {
 
 /** True for a session store that also offers the in-memory answer. */
 export function hasSessionCache(store: SessionStore): store is SessionStore & SessionCache {
-  return typeof (store as Partial<SessionCache>).peek === 'function';
+  return 'peek' in store && typeof store.peek === 'function';
 }
 
 export interface ThrottleStatus {
