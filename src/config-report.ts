@@ -35,6 +35,11 @@ export function configReport(config: Config): { settings: Record<string, string>
     if (origin.startsWith('http://'))
       warnings.push(`TRUSTED_ORIGINS has ${origin}: a plain-HTTP origin may send credentialed requests.`);
   }
+  if (config.allowedHosts === null && publicListener) {
+    warnings.push(
+      `ALLOWED_HOSTS is not set on HOST=${config.host}: any Host header is served, so a page on a rebound DNS name can drive logins from a visitor's browser. List the names clients use.`,
+    );
+  }
   if (config.metricsPort === null && publicListener) {
     warnings.push('/metrics is served on the public port; set METRICS_PORT to keep it apart.');
   }

@@ -37,6 +37,8 @@ export interface Config {
   };
   readonly cookieSecure: boolean;
   readonly trustedOrigins: readonly string[];
+  /** contract §7: the Host names served (Django's ALLOWED_HOSTS, lower-cased); `null`: any Host. */
+  readonly allowedHosts: readonly string[] | null;
   readonly trustProxy: TrustProxy;
   readonly logLevel: LogLevel;
   readonly usernameCase: UsernameCase;
@@ -150,6 +152,7 @@ export function loadConfig(env: Env): Config {
     },
     cookieSecure: s.COOKIE_SECURE,
     trustedOrigins: s.TRUSTED_ORIGINS,
+    allowedHosts: s.ALLOWED_HOSTS ?? null,
     trustProxy: s.TRUST_PROXY,
     logLevel: s.LOG_LEVEL,
     usernameCase: s.USERNAME_CASE,

@@ -20,8 +20,41 @@ export const API_ERRORS = {
   CSRF_TOKEN: { code: 'CSRF_TOKEN', status: 403, detail: 'CSRF Failed: CSRF token incorrect.' },
   UNAVAILABLE: { code: 'UNAVAILABLE', status: 503, detail: 'Service temporarily unavailable.' },
   BAD_REQUEST: { code: 'BAD_REQUEST', status: 400, detail: 'Bad request.' },
+  // contract §7 (Django's DisallowedHost answer).
+  INVALID_HOST: { code: 'INVALID_HOST', status: 400, detail: 'Invalid Host header.' },
+  // Answered on the raw socket when the HTTP itself is malformed (http/client-errors.ts).
+  REQUEST_TIMEOUT: { code: 'REQUEST_TIMEOUT', status: 408, detail: 'Request timeout.' },
+  HEADERS_TOO_LARGE: { code: 'HEADERS_TOO_LARGE', status: 431, detail: 'Request header fields too large.' },
   INTERNAL: { code: 'INTERNAL', status: 500, detail: 'Internal server error.' },
 } as const satisfies Record<string, ApiErrorSpec>;
+
+/** The errors whose message names something from the request: DRF's wording, filled in by the builders below. */
+export const API_ERROR_TEMPLATES = {
+  METHOD_NOT_ALLOWED: {
+    code: 'METHOD_NOT_ALLOWED',
+    status: 405,
+    detail: (method: string) => `Method "${method}" not allowed.`,
+  },
+  UNSUPPORTED_MEDIA_TYPE: {
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+    status: 415,
+    detail: (contentType: string) => `Unsupported media type "${contentType}" in request.`,
+  },
+  THROTTLED: {
+    code: 'THROTTLED',
+    status: 429,
+    detail: (seconds: number) => `Request was throttled. Expected available in ${seconds} seconds.`,
+  },
+  JSON_PARSE: { code: 'JSON_PARSE', status: 400, detail: (reason: string) => `JSON parse error - ${reason}` },
+} as const;
+
+/** One entry of the templates, filled in. */
+function filled<A>(
+  template: { code: string; status: number; detail: (arg: A) => string },
+  arg: A,
+): ApiErrorSpec {
+  return { code: template.code, status: template.status, detail: template.detail(arg) };
+}
 
 /** An error the API answers with as `{"detail": ...}`; extra headers go along (Allow, Retry-After). */
 export class ApiError extends Error {
@@ -41,36 +74,22 @@ export class ApiError extends Error {
 
 /** DRF's 405 message. */
 export function methodNotAllowed(method: string, allow: string): ApiError {
-  return new ApiError(
-    { code: 'METHOD_NOT_ALLOWED', status: 405, detail: `Method "${method}" not allowed.` },
-    { allow },
-  );
+  return new ApiError(filled(API_ERROR_TEMPLATES.METHOD_NOT_ALLOWED, method), { allow });
 }
 
 /** DRF's 415 message, naming the media type as sent. */
 export function unsupportedMediaType(contentType: string): ApiError {
-  return new ApiError({
-    code: 'UNSUPPORTED_MEDIA_TYPE',
-    status: 415,
-    detail: `Unsupported media type "${contentType}" in request.`,
-  });
+  return new ApiError(filled(API_ERROR_TEMPLATES.UNSUPPORTED_MEDIA_TYPE, contentType));
 }
 
 /** DRF's 429 message; N seconds also goes in Retry-After. */
 export function throttled(seconds: number): ApiError {
-  return new ApiError(
-    {
-      code: 'THROTTLED',
-      status: 429,
-      detail: `Request was throttled. Expected available in ${seconds} seconds.`,
-    },
-    { 'retry-after': String(seconds) },
-  );
+  return new ApiError(filled(API_ERROR_TEMPLATES.THROTTLED, seconds), { 'retry-after': String(seconds) });
 }
 
 /** Malformed JSON, with a short reason for the client. */
 export function jsonParseError(reason: string): ApiError {
-  return new ApiError({ code: 'JSON_PARSE', status: 400, detail: `JSON parse error - ${reason}` });
+  return new ApiError(filled(API_ERROR_TEMPLATES.JSON_PARSE, reason));
 }
 
 /** Field validation errors carry DRF's own body shape, not {"detail": ...}. */

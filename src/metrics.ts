@@ -3,6 +3,7 @@ import cluster from 'node:cluster';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import client from 'prom-client';
+import { API_ERRORS } from './errors.ts';
 import type { LoginFailure, VerifyResult } from './imap.ts';
 
 export type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';
@@ -183,7 +184,7 @@ export async function serveMetrics(
     if (request.method !== 'GET' || request.url !== '/metrics') {
       response
         .writeHead(404, { 'content-type': 'application/json', 'x-content-type-options': 'nosniff' })
-        .end('{"detail":"Not found."}');
+        .end(JSON.stringify({ detail: API_ERRORS.NOT_FOUND.detail }));
       return;
     }
     metrics.text().then(
@@ -191,7 +192,7 @@ export async function serveMetrics(
       () =>
         response
           .writeHead(500, { 'content-type': 'application/json' })
-          .end('{"detail":"Internal server error."}'),
+          .end(JSON.stringify({ detail: API_ERRORS.INTERNAL.detail })),
     );
   });
   server.listen(port, host);

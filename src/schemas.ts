@@ -2,6 +2,7 @@
 // request description) and @fastify/swagger turns the same objects into /api/schema (OpenAPI 3.1).
 import type { FastifySchema } from 'fastify';
 import { PASSWORD_MAX_LENGTH } from './credentials.ts';
+import { API_ERROR_TEMPLATES, API_ERRORS } from './errors.ts';
 import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from './store/limits.ts';
 
 const detail = (example: string) => ({
@@ -49,11 +50,11 @@ const groupDetail = {
 
 const unavailable = {
   description: 'A store cannot be reached (Retry-After says when to try again).',
-  ...detail('Service temporarily unavailable.'),
+  ...detail(API_ERRORS.UNAVAILABLE.detail),
 };
 const notAuthenticated = {
   description: 'No valid session.',
-  ...detail('Authentication credentials were not provided.'),
+  ...detail(API_ERRORS.NOT_AUTHENTICATED.detail),
 };
 const cookieAuth = [{ sessionCookie: [] }];
 
@@ -86,22 +87,22 @@ export const SCHEMAS = {
       400: {
         description: 'Malformed body, or field errors keyed by field.',
         oneOf: [
-          detail('JSON parse error - Unexpected end of JSON input'),
+          detail(API_ERROR_TEMPLATES.JSON_PARSE.detail('Unexpected end of JSON input')),
           { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } } },
         ],
       },
       403: {
         description: 'Cannot log in (whatever the cause), or a CSRF refusal.',
-        ...detail('Cannot log you in'),
+        ...detail(API_ERRORS.LOGIN_FAILED.detail),
       },
-      413: { description: 'Body over 64 KiB.', ...detail('Request body too large.') },
+      413: { description: 'Body over 64 KiB.', ...detail(API_ERRORS.BODY_TOO_LARGE.detail) },
       415: {
         description: 'Neither JSON nor a form.',
-        ...detail('Unsupported media type "text/plain" in request.'),
+        ...detail(API_ERROR_TEMPLATES.UNSUPPORTED_MEDIA_TYPE.detail('text/plain')),
       },
       429: {
         description: 'Too many failed logins; Retry-After gives the seconds to wait.',
-        ...detail('Request was throttled. Expected available in 900 seconds.'),
+        ...detail(API_ERROR_TEMPLATES.THROTTLED.detail(900)),
       },
       503: unavailable,
     },
@@ -112,7 +113,7 @@ export const SCHEMAS = {
     security: cookieAuth,
     response: {
       200: { description: 'Logged out (also when there was no session).', type: 'string', enum: [''] },
-      403: { description: 'CSRF refusal.', ...detail('CSRF Failed: Origin checking failed.') },
+      403: { description: 'CSRF refusal.', ...detail(API_ERRORS.CSRF_ORIGIN.detail) },
       503: unavailable,
     },
   },
@@ -140,12 +141,17 @@ export const SCHEMAS = {
     response: {
       200: { description: 'The group.', ...groupDetail },
       403: notAuthenticated,
-      404: { description: 'No such group, or an id that is not one.', ...detail('Not found.') },
+      404: {
+        description: 'No such group, or an id that is not one.',
+        ...detail(API_ERRORS.NOT_FOUND.detail),
+      },
       503: unavailable,
     },
   },
   schema: { hide: true },
   options: { hide: true },
+  // The route of every method an endpoint refuses (405): not part of the API's description.
+  methodNotAllowed: { hide: true },
 } as const satisfies Record<string, FastifySchema & { hide?: boolean }>;
 
 /** The OpenAPI document's frame: @fastify/swagger fills in the paths from the route schemas. */

@@ -2,8 +2,8 @@
 // stopped as one (used by `npm start` and `npm run demo`).
 import cluster from 'node:cluster';
 import type { Logger } from 'pino';
-import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
+import { buildApp } from './http/app.ts';
 import { createImapAuthenticator, imapSettings } from './imap.ts';
 import { createMetrics, serveMetrics } from './metrics.ts';
 import { openStores } from './store/open.ts';

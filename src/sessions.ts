@@ -1,6 +1,6 @@
 // Session ids, cookies and the session lifecycle (contract §2).
 import { hash, randomBytes } from 'node:crypto';
-import type { SessionStore } from './store/types.ts';
+import { hasSessionCache, type SessionCache, type SessionStore } from './store/types.ts';
 
 export const SESSION_COOKIE = 'sessionid';
 export const CSRF_COOKIE = 'csrftoken';
@@ -53,10 +53,13 @@ export function hashSessionId(id: string): Buffer {
 export class Sessions {
   readonly store: SessionStore;
   readonly now: () => number;
+  /** The store's in-memory answers, when it has them (SQLite's cache); null otherwise. */
+  readonly #cache: SessionCache | null;
 
   constructor(store: SessionStore, now: () => number = Date.now) {
     this.store = store;
     this.now = now;
+    this.#cache = hasSessionCache(store) ? store : null;
   }
 
   /** Starts a session for `username`; returns the new id (to go in the cookie, never in a log). */
@@ -81,9 +84,8 @@ export class Sessions {
    */
   peek(id: string | undefined): string | null | undefined {
     if (!isWellFormedSessionId(id)) return null;
-    const peek = this.store.peek;
-    if (peek === undefined) return undefined;
-    const record = peek.call(this.store, hashSessionId(id), this.now());
+    if (this.#cache === null) return undefined;
+    const record = this.#cache.peek(hashSessionId(id), this.now());
     return record === undefined ? undefined : (record?.username ?? null);
   }
 

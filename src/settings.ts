@@ -93,6 +93,27 @@ const trustProxy = makeValidator<TrustProxy>((raw) => {
   return entries;
 });
 
+// An entry of ALLOWED_HOSTS: `*`, a name (a leading dot: and its subdomains), or a bracketed IPv6
+// literal; the forms Django's host check can match, since it compares the Host without its port.
+const ALLOWED_HOST = /^(\*|\.?[a-z0-9-]+(\.[a-z0-9-]+)*\.?|\[[a-f0-9]*:[a-f0-9.:]+\])$/;
+
+const allowedHosts = makeValidator<string[]>((raw) => {
+  const entries = raw
+    .split(',')
+    .map((item) => item.trim().toLowerCase())
+    .filter((item) => item !== '');
+  if (entries.length === 0) throw new EnvError('lists no host name');
+  for (const entry of entries) {
+    if (!ALLOWED_HOST.test(entry)) {
+      throw new EnvError(
+        `"${entry}" is not a host name like club.example.org, .example.org, [::1] or * (no scheme, no port)`,
+      );
+    }
+  }
+  // A trailing dot is stripped from the Host before comparing (Django), so from the entries too.
+  return entries.map((entry) => (entry.length > 1 && entry.endsWith('.') ? entry.slice(0, -1) : entry));
+});
+
 const secretKey = makeValidator<string>((raw) => {
   if (raw.length < 32) throw new EnvError('expected at least 32 characters');
   return raw;
@@ -209,6 +230,13 @@ export const SETTINGS = {
       desc: 'comma-separated origins allowed to POST cross-origin, with CORS and credentials',
     }),
     { unset: '(none)' },
+  ),
+  ALLOWED_HOSTS: row(
+    allowedHosts({
+      default: undefined,
+      desc: 'comma-separated host names served, as Django\'s: `club.example.org`, `.example.org` (and subdomains), `[::1]`, `*`; any other `Host` → 400 `{"detail": "Invalid Host header."}` (`/healthz` and `/readyz` answer any `Host`)',
+    }),
+    { unset: '(any Host)' },
   ),
   TRUST_PROXY: row(
     trustProxy({

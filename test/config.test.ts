@@ -215,6 +215,7 @@ describe('the settings table', () => {
     IMAP_FORWARD_CLIENT_IP: 'true',
     COOKIE_SECURE: 'true',
     TRUSTED_ORIGINS: 'https://app.example.org',
+    ALLOWED_HOSTS: 'club.example.org',
     TRUST_PROXY: '1',
     USERNAME_CASE: 'preserve',
     ALLOW_NEW_USERS: 'false',

@@ -13,11 +13,11 @@ import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { buildWebClient, type WebBuild } from '../scripts/build-web.ts';
 import { loadConfig } from '../src/config.ts';
+import { NOT_BUILT_DETAIL, registerWebClient, WEB_CSP } from '../src/http/web.ts';
 import { applyImport } from '../src/import.ts';
 import { createLogger } from '../src/logger.ts';
 import { type RunningServer, startServer } from '../src/server.ts';
 import { openStores } from '../src/store/open.ts';
-import { NOT_BUILT_DETAIL, registerWebClient, WEB_CSP } from '../src/web.ts';
 import { ensureDebianPackage } from './helpers/apt.ts';
 import { type Dovecot, startDovecot, testUser } from './helpers/dovecot.ts';
 

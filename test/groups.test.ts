@@ -259,6 +259,19 @@ describe('group endpoints (contract §3)', () => {
     assert.deepEqual(largest.json(), { ...byId(MAX_ID), member_status: 2 });
   });
 
+  test('any number of leading zeros is still group 7 (issue 13: over 200 of them answered 404)', async () => {
+    const cookie = await session('alice');
+    for (const zeros of [199, 201, 300, 10_000]) {
+      const url = `/api/group/${'0'.repeat(zeros)}7`;
+      const response = await get(url, cookie);
+      assertJson(response, 200);
+      assert.deepEqual(response.json(), { ...byId(7), member_status: 2 }, `${zeros} zeros`);
+      assert.equal((await get(`${url}/`, cookie)).statusCode, 200, `${zeros} zeros and a slash`);
+    }
+    // Many zeros before a number out of range is still out of range.
+    assert.equal((await get(`/api/group/${'0'.repeat(500)}2147483648`, cookie)).statusCode, 404);
+  });
+
   test('ids that are not [0-9]+, out of range or unknown answer 404 "Not found."', async () => {
     const cookie = await session('alice');
     const urls = [

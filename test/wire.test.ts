@@ -1,5 +1,6 @@
 // Contract §1: the wire rules every response obeys.
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 
@@ -73,6 +74,8 @@ describe('wire rules (contract §1)', () => {
         'PUT',
         'PATCH',
         'DELETE',
+        'TRACE',
+        'PROPFIND',
         ...(endpoint.allow.includes('GET') ? ['POST'] : ['GET']),
       ] as const) {
         const response = await t.fastify.inject({ method, url: endpoint.url });
@@ -115,6 +118,24 @@ describe('wire rules (contract §1)', () => {
     assert.equal(options.statusCode, 200);
     const wrong = await t.fastify.inject({ method: 'GET', url: '/api/auth/logout', headers: foreign });
     assert.equal(wrong.statusCode, 405);
+  });
+
+  test('405 comes before the body is read: a bad body of a refused method changes nothing', async () => {
+    for (const [type, payload] of [
+      ['application/json', '{broken'],
+      ['text/plain', 'hello'],
+      ['application/json', 'x'.repeat(70 * 1024)],
+    ] as const) {
+      const response = await t.fastify.inject({
+        method: 'PUT',
+        url: '/api/auth/login',
+        headers: { 'content-type': type },
+        payload,
+      });
+      assert.equal(response.statusCode, 405, type);
+      assert.equal(response.headers['allow'], 'POST, OPTIONS');
+      assert.deepEqual(response.json(), { detail: 'Method "PUT" not allowed.' });
+    }
   });
 
   test('a body over 64 KiB answers 413', async () => {
@@ -180,5 +201,81 @@ describe('CORS for TRUSTED_ORIGINS (contract §7)', () => {
     });
     assert.equal(response.headers['access-control-allow-origin'], undefined);
     assert.equal(response.headers['access-control-allow-methods'], undefined);
+  });
+});
+
+/** Sends raw bytes and reads until the server closes the connection (or 5 s pass: then it hung). */
+function exchange(port: number, bytes: string): Promise<{ text: string; closed: boolean }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port }, () => socket.write(bytes));
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+    });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve({ text, closed: false });
+    }, 5000);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ text, closed: true });
+    });
+    socket.on('error', reject);
+  });
+}
+
+function parseAnswer(text: string): { status: number; headers: Map<string, string>; body: string } {
+  const [head = '', body = ''] = text.split('\r\n\r\n', 2);
+  const [statusLine = '', ...lines] = head.split('\r\n');
+  const headers = new Map<string, string>();
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    headers.set(line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim());
+  }
+  return { status: Number(statusLine.split(' ')[1]), headers, body };
+}
+
+describe('CONNECT is answered like any other method (issue 13: node dropped it unanswered)', () => {
+  let t: TestApp;
+  let port: number;
+  before(async () => {
+    t = await startTestApp({ authenticator: fakeAuthenticator({}) });
+    port = Number(new URL(await t.fastify.listen({ port: 0, host: '127.0.0.1' })).port);
+  });
+  after(() => t.close());
+
+  for (const endpoint of ENDPOINTS) {
+    test(`CONNECT ${endpoint.url} answers 405 with Allow and the headers of §1`, async () => {
+      const { text, closed } = await exchange(
+        port,
+        `CONNECT ${endpoint.url} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: connect-1\r\n\r\n`,
+      );
+      const answer = parseAnswer(text);
+      assert.equal(answer.status, 405, text);
+      assert.equal(answer.headers.get('allow'), endpoint.allow);
+      assertSecurityHeaders(Object.fromEntries(answer.headers), true);
+      assert.equal(answer.headers.get('x-request-id'), 'connect-1');
+      assert.match(answer.headers.get('content-type') ?? '', /^application\/json/);
+      assert.deepEqual(JSON.parse(answer.body), { detail: 'Method "CONNECT" not allowed.' });
+      assert.ok(closed, 'the connection closes after the answer (nothing is tunnelled)');
+    });
+  }
+
+  test('CONNECT host:port (a proxy request) is answered, not dropped, and the server keeps serving', async () => {
+    const { text, closed } = await exchange(
+      port,
+      'CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n',
+    );
+    const answer = parseAnswer(text);
+    assert.equal(answer.status, 404, text);
+    assertSecurityHeaders(Object.fromEntries(answer.headers), false);
+    assert.deepEqual(JSON.parse(answer.body), { detail: 'Not found.' });
+    assert.ok(closed);
+    const after = await exchange(
+      port,
+      'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n',
+    );
+    assert.equal(parseAnswer(after.text).status, 200);
   });
 });

@@ -6,14 +6,17 @@ import { clearedSessionCookie, loginCookies, readCookies } from '../cookies.ts';
 import { parseCredentials } from '../credentials.ts';
 import { checkCsrf } from '../csrf.ts';
 import { API_ERRORS, ApiError, FieldErrors, throttled } from '../errors.ts';
+import type { DeclareEndpoint } from '../http/endpoints.ts';
+import { sendJson } from '../http/headers.ts';
+import type { SessionHooks } from '../http/session.ts';
 import type { Metrics } from '../metrics.ts';
 import { SCHEMAS } from '../schemas.ts';
 import { newCsrfToken, type Sessions } from '../sessions.ts';
-import { type Endpoint, sendJson } from '../wire.ts';
 
 export interface AuthRouteDeps {
   readonly config: Pick<Config, 'cookieSecure' | 'trustedOrigins' | 'usernameCase'>;
   readonly sessions: Sessions;
+  readonly hooks: SessionHooks;
   readonly login: LoginDeps;
   readonly metrics: Metrics;
 }
@@ -48,17 +51,16 @@ function secureCookies(config: AuthRouteDeps['config'], request: FastifyRequest)
   return config.cookieSecure || request.protocol === 'https';
 }
 
-/** The three auth endpoints. */
-export function authEndpoints(deps: AuthRouteDeps): Endpoint[] {
+/** The three auth endpoints (the raw check path, http/raw-check.ts, answers check when it can). */
+export function registerAuthRoutes(endpoint: DeclareEndpoint, deps: AuthRouteDeps): void {
   const { config, sessions } = deps;
   const guard = csrfGuard(config.trustedOrigins);
 
-  const check = async (request: FastifyRequest, reply: FastifyReply) => {
-    const username = await sessions.resolve(readCookies(request.headers).sessionid);
-    return username === null
+  // contract §3: check answers nobody with 403 "" rather than the {"detail"} of requireSession.
+  const check = async (request: FastifyRequest, reply: FastifyReply) =>
+    request.user === null
       ? sendJson(reply, 403, LOGGED_OUT)
-      : sendJson(reply, 200, JSON.stringify(username));
-  };
+      : sendJson(reply, 200, JSON.stringify(request.user));
 
   const doLogin = async (request: FastifyRequest, reply: FastifyReply) => {
     const started = performance.now();
@@ -105,29 +107,13 @@ export function authEndpoints(deps: AuthRouteDeps): Endpoint[] {
     return sendJson(reply, 200, LOGGED_OUT);
   };
 
-  return [
-    {
-      path: '/api/auth/check',
-      matches: /^\/api\/auth\/check\/?$/,
-      name: 'Check',
-      handlers: { GET: check },
-      schemas: { GET: SCHEMAS.check },
-    },
-    {
-      path: '/api/auth/login',
-      matches: /^\/api\/auth\/login\/?$/,
-      name: 'Login',
-      handlers: { POST: doLogin },
-      schemas: { POST: SCHEMAS.login },
-      beforeBody: guard,
-    },
-    {
-      path: '/api/auth/logout',
-      matches: /^\/api\/auth\/logout\/?$/,
-      name: 'Logout',
-      handlers: { POST: logout },
-      schemas: { POST: SCHEMAS.logout },
-      beforeBody: guard,
-    },
-  ];
+  endpoint({ url: '/api/auth/check', name: 'Check' }, (routes) =>
+    routes.get({ schema: SCHEMAS.check, preHandler: deps.hooks.readSession }, check),
+  );
+  endpoint({ url: '/api/auth/login', name: 'Login', beforeBody: guard }, (routes) =>
+    routes.post({ schema: SCHEMAS.login }, doLogin),
+  );
+  endpoint({ url: '/api/auth/logout', name: 'Logout', beforeBody: guard }, (routes) =>
+    routes.post({ schema: SCHEMAS.logout }, logout),
+  );
 }

@@ -1,55 +1,36 @@
-// /api/group/ and /api/group/{id} (contract §3).
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { readCookies } from '../cookies.ts';
+// /api/group/ and /api/group/{id} (contract §3); both need a logged-in session (requireSession).
 import { API_ERRORS, ApiError } from '../errors.ts';
 import { groupDetail, myGroups, parseGroupId } from '../groups.ts';
+import type { DeclareEndpoint } from '../http/endpoints.ts';
+import { caller, type SessionHooks } from '../http/session.ts';
 import { SCHEMAS } from '../schemas.ts';
-import type { Sessions } from '../sessions.ts';
 import type { GroupStore } from '../store/types.ts';
-import type { Endpoint } from '../wire.ts';
 
 export interface GroupRouteDeps {
-  readonly sessions: Sessions;
+  readonly hooks: SessionHooks;
   readonly groups: GroupStore;
 }
 
-/** The two group endpoints; both need a logged-in session. */
-export function groupEndpoints(deps: GroupRouteDeps): Endpoint[] {
-  const caller = async (request: FastifyRequest): Promise<string> => {
-    const username = await deps.sessions.resolve(readCookies(request.headers).sessionid);
-    if (username === null) throw new ApiError(API_ERRORS.NOT_AUTHENTICATED);
-    return username;
-  };
-
-  const list = async (request: FastifyRequest, reply: FastifyReply) => {
-    const username = await caller(request);
+/** The two group endpoints. */
+export function registerGroupRoutes(endpoint: DeclareEndpoint, deps: GroupRouteDeps): void {
+  const { requireSession } = deps.hooks;
+  endpoint({ url: '/api/group', name: 'Group List' }, (routes) =>
     // Serialized by the route's response schema: exactly the contract's fields, nothing more.
-    return reply.code(200).send(await myGroups(deps.groups, username));
-  };
-
-  const detail = async (request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) => {
-    // The route only matches digits; the range is checked here (after the session, like DRF's lookup).
-    const username = await caller(request);
-    const id = parseGroupId(request.params.id);
-    const group = id === null ? null : await groupDetail(deps.groups, id, username);
-    if (group === null) throw new ApiError(API_ERRORS.NOT_FOUND);
-    return reply.code(200).send(group);
-  };
-
-  return [
-    {
-      path: '/api/group',
-      matches: /^\/api\/group\/?$/,
-      name: 'Group List',
-      handlers: { GET: list },
-      schemas: { GET: SCHEMAS.groupList },
-    },
-    {
-      path: '/api/group/:id(^\\d+$)',
-      matches: /^\/api\/group\/[0-9]+\/?$/,
-      name: 'Group Detail',
-      handlers: { GET: detail as Endpoint['handlers']['GET'] & object },
-      schemas: { GET: SCHEMAS.groupDetail },
-    },
-  ];
+    routes.get({ schema: SCHEMAS.groupList, preHandler: requireSession }, async (request, reply) =>
+      reply.code(200).send(await myGroups(deps.groups, caller(request))),
+    ),
+  );
+  // contract §3: the id is [0-9]+, leading zeros allowed, of any length (app.ts: maxParamLength);
+  // the route only matches digits, and the range is checked after the session, like DRF's lookup.
+  endpoint({ url: '/api/group/:id(^\\d+$)', name: 'Group Detail' }, (routes) =>
+    routes.get<{ Params: { id: string } }>(
+      { schema: SCHEMAS.groupDetail, preHandler: requireSession },
+      async (request, reply) => {
+        const id = parseGroupId(request.params.id);
+        const group = id === null ? null : await groupDetail(deps.groups, id, caller(request));
+        if (group === null) throw new ApiError(API_ERRORS.NOT_FOUND);
+        return reply.code(200).send(group);
+      },
+    ),
+  );
 }

@@ -1,10 +1,13 @@
-// Outside /api (contract §6): /healthz (process up), /readyz (stores and IMAP reachable), /metrics.
+// Operating it (contract §6): /healthz (process up), /readyz (stores and IMAP reachable), /metrics,
+// and /api/schema (the OpenAPI document of the route schemas).
 import type { FastifyInstance } from 'fastify';
 import { StoreUnavailableError } from '../errors.ts';
+import type { DeclareEndpoint } from '../http/endpoints.ts';
+import { sendJson } from '../http/headers.ts';
 import type { ProbeResult } from '../imap-probe.ts';
 import type { Metrics } from '../metrics.ts';
+import { SCHEMAS } from '../schemas.ts';
 import type { Stores } from '../store/types.ts';
-import { sendJson } from '../wire.ts';
 
 export interface OpsDeps {
   readonly stores: Pick<Stores, 'ping'>;
@@ -51,4 +54,13 @@ export function registerOps(fastify: FastifyInstance, deps: OpsDeps): void {
       reply.type(metrics.registry.contentType).send(await metrics.text()),
     );
   }
+}
+
+/** GET /api/schema: what @fastify/swagger made of the route schemas (registered before every route). */
+export function registerSchemaRoute(app: FastifyInstance, endpoint: DeclareEndpoint): void {
+  endpoint({ url: '/api/schema', name: 'Schema' }, (routes) =>
+    routes.get({ schema: SCHEMAS.schema }, (_request, reply) =>
+      sendJson(reply, 200, JSON.stringify(app.swagger())),
+    ),
+  );
 }

@@ -5,7 +5,7 @@
 // (PRAGMA data_version, a read of the shared WAL index, no I/O), and if so evicts every session that
 // was deleted meanwhile. Its own deletions it evicts at once.
 import type { DatabaseSync } from 'node:sqlite';
-import type { SessionRecord, SessionStore } from './types.ts';
+import type { SessionCache, SessionRecord, SessionStore } from './types.ts';
 
 /** Sessions kept in memory per process; beyond this the oldest entries are dropped. */
 export const SESSION_CACHE_ENTRIES = 100_000;
@@ -19,7 +19,7 @@ export function cachedSqliteSessions(
   db: DatabaseSync,
   call: Call,
   capacity = SESSION_CACHE_ENTRIES,
-): SessionStore {
+): SessionStore & SessionCache {
   const insert = db.prepare(
     'INSERT INTO sessions (id_hash, username, created_at, expires_at) VALUES (?, ?, ?, ?)',
   );

@@ -23,11 +23,6 @@ export interface SessionStore {
   create(session: NewSession): Promise<void>;
   /** The session, or null when absent or expired at `now`. */
   get(idHash: Buffer, now: number): Promise<SessionRecord | null>;
-  /**
-   * Optional, synchronous: the answer `get` would give, when it can be known from memory with the
-   * same exactness; undefined when the store itself must be asked.
-   */
-  peek?(idHash: Buffer, now: number): SessionRecord | null | undefined;
   /** One atomic delete; true when a session was there. */
   delete(idHash: Buffer): Promise<boolean>;
   /** Deletes every session of a user at once; returns how many. */
@@ -36,6 +31,19 @@ export interface SessionStore {
   countUser(username: string, now: number): Promise<number>;
   purgeExpired(now: number): Promise<number>;
   countActive(now: number): Promise<number>;
+}
+
+/**
+ * A capability some session stores add (the SQLite store's in-process cache): answering `get` from
+ * memory, synchronously, with the same exactness; undefined when the store itself must be asked.
+ */
+export interface SessionCache {
+  peek(idHash: Buffer, now: number): SessionRecord | null | undefined;
+}
+
+/** True for a session store that also offers the in-memory answer. */
+export function hasSessionCache(store: SessionStore): store is SessionStore & SessionCache {
+  return 'peek' in store && typeof store.peek === 'function';
 }
 
 export interface ThrottleStatus {

@@ -5,8 +5,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { API_ERRORS, ApiError } from './errors.ts';
-import { sendJson } from './wire.ts';
+import { API_ERRORS, ApiError } from '../errors.ts';
+import { sendJson } from './headers.ts';
 
 /** The page's Content-Security-Policy: nothing but this origin's own files, no inline code. */
 export const WEB_CSP = [
@@ -22,7 +22,7 @@ export const WEB_CSP = [
   "require-trusted-types-for 'script'",
 ].join('; ');
 
-const DEFAULT_DIST_DIR = fileURLToPath(new URL('../web/dist/', import.meta.url));
+const DEFAULT_DIST_DIR = fileURLToPath(new URL('../../web/dist/', import.meta.url));
 
 export const NOT_BUILT_DETAIL = 'Web client not built: run npm run build:web.';
 

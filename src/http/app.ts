@@ -1,26 +1,41 @@
-// Wiring: one Fastify instance with the wire rules, the API endpoints and the operational routes.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import formbody from '@fastify/formbody';
+// The wiring of the service: one Fastify instance on a node:http server (node-server.ts) whose raw
+// check path answers the hottest request first. A request then meets, in order: the response
+// headers and the Host check (headers.ts, allowed-hosts.ts), the route (routes/*.ts, declared with
+// endpoints.ts; 404 and errors in errors.ts), its body parser (content-types.ts), the session hook
+// (session.ts) and the handler, which calls the domain (auth.ts, groups.ts) and through it the stores.
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import type { Logger } from 'pino';
-import type { LoginDeps } from './auth.ts';
-import type { Config } from './config.ts';
-import { fastCheck } from './fast-check.ts';
-import { type Authenticator, type ImapSettings, imapSettings, imapTlsOptions } from './imap.ts';
-import { cachedProbe, type ProbeResult, probeImap } from './imap-probe.ts';
-import { createMetrics, type Metrics } from './metrics.ts';
-import { authEndpoints } from './routes/auth.ts';
-import { groupEndpoints } from './routes/groups.ts';
-import { registerOps } from './routes/ops.ts';
-import { OPENAPI_INFO, SCHEMAS } from './schemas.ts';
-import { Sessions } from './sessions.ts';
-import type { Stores } from './store/types.ts';
-import { LoginThrottle } from './throttle.ts';
+import type { LoginDeps } from '../auth.ts';
+import type { Config } from '../config.ts';
+import { API_ERRORS, ApiError } from '../errors.ts';
+import { type Authenticator, type ImapSettings, imapSettings, imapTlsOptions } from '../imap.ts';
+import { cachedProbe, type ProbeResult, probeImap } from '../imap-probe.ts';
+import { createMetrics, type Metrics } from '../metrics.ts';
+import { registerAuthRoutes } from '../routes/auth.ts';
+import { registerGroupRoutes } from '../routes/groups.ts';
+import { registerOps, registerSchemaRoute } from '../routes/ops.ts';
+import { OPENAPI_INFO } from '../schemas.ts';
+import { Sessions } from '../sessions.ts';
+import type { Stores } from '../store/types.ts';
+import { LoginThrottle } from '../throttle.ts';
+import { hostAllowed, isProbePath } from './allowed-hosts.ts';
+import { clientErrorHandler } from './client-errors.ts';
+import { BODY_LIMIT_BYTES, installContentTypes } from './content-types.ts';
+import { apiEndpoints, supportEveryMethod } from './endpoints.ts';
+import { frameworkErrorsHandler, installErrorHandling } from './errors.ts';
+import { responseHeaders } from './headers.ts';
+import { nodeServerFactory } from './node-server.ts';
+import { rawCheck } from './raw-check.ts';
+import { requestId } from './request-id.ts';
+import { sessionHooks } from './session.ts';
 import { registerWebClient } from './web.ts';
-import { clientErrorHandler, frameworkErrorsHandler, installWire, requestId, sendJson } from './wire.ts';
-
-export const BODY_LIMIT_BYTES = 64 * 1024;
 
 export interface AppDeps {
   readonly config: Config;
@@ -63,40 +78,56 @@ function trustHops(hops: number): (address: string, hop: number) => boolean {
   return (_address, hop) => hop < hops;
 }
 
+/**
+ * The first thing every request meets (contract §1, §7): the standard headers, then the Host check,
+ * which refuses a Host that ALLOWED_HOSTS does not list (the health probes excepted). Returns the
+ * refusal, or null.
+ */
+function edgeEntry(allowed: (host: string | undefined) => boolean, trusted: ReadonlySet<string>) {
+  return (request: FastifyRequest, reply: FastifyReply): ApiError | null => {
+    reply.headers(
+      responseHeaders({ url: request.url, requestId: request.id, origin: request.headers.origin }, trusted),
+    );
+    if (allowed(request.headers.host) || isProbePath(request.url)) return null;
+    return new ApiError(API_ERRORS.INVALID_HOST);
+  };
+}
+
 /** Builds the service; call `fastify.listen` (or `inject`) on the result. */
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, stores, authenticator } = deps;
   const now = deps.now ?? Date.now;
-  // The raw fast path for GET /api/auth/check is wired in once the sessions exist (below).
-  let fast: ((request: IncomingMessage, response: ServerResponse) => boolean) | null = null;
+  const trusted: ReadonlySet<string> = new Set(config.trustedOrigins);
+  const metrics = deps.metrics ?? createMetrics();
+  const sessions = new Sessions(stores.sessions, now);
+  const lifecycle = { closing: false };
+  const allowedHost = hostAllowed(config.allowedHosts);
+  const entry = edgeEntry(allowedHost, trusted);
   const fastify = Fastify({
-    serverFactory: (handler, options) => {
-      const server = createServer(options.http ?? {}, (request, response) => {
-        let answered = false;
-        try {
-          answered = fast?.(request, response) === true;
-        } catch (err) {
-          // Never let the fast path take the process down: the Fastify route answers instead.
-          deps.logger.error({ err }, 'fast path failed');
-        }
-        if (answered) return;
-        if (!response.headersSent) handler(request, response);
-        else if (!response.writableEnded) response.destroy(); // half-written: the client must not wait
-      });
-      // What Fastify does for the servers it makes itself.
-      server.keepAliveTimeout = config.http.keepAliveTimeoutMs;
-      server.requestTimeout = config.http.requestTimeoutMs;
-      server.setTimeout(0);
-      return server;
-    },
+    serverFactory: nodeServerFactory({
+      raw: rawCheck({
+        sessions,
+        trustedOrigins: trusted,
+        hostAllowed: allowedHost,
+        metrics,
+        logger: deps.logger,
+        closing: () => lifecycle.closing,
+      }),
+      logger: deps.logger,
+      keepAliveTimeoutMs: config.http.keepAliveTimeoutMs,
+      requestTimeoutMs: config.http.requestTimeoutMs,
+      headersTimeoutMs: config.http.headersTimeoutMs,
+    }),
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
     // A hop count trusts that many proxies nearest to us (Fastify's own reading of a number).
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     genReqId: requestId,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
-    frameworkErrors: frameworkErrorsHandler(config.trustedOrigins),
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    frameworkErrors: frameworkErrorsHandler(entry),
+    // contract §3: a group id is digits of any length (leading zeros allowed); the request line, and so
+    // any parameter, is already bounded by node's header size limit (16 KiB), so the router adds none.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: Number.MAX_SAFE_INTEGER },
     clientErrorHandler,
     // Deliberate server timeouts (slowloris): headers within HEADERS_TIMEOUT_MS, a whole request
     // within REQUEST_TIMEOUT_MS, idle keep-alive beyond a typical load balancer's 60 s. Node checks
@@ -113,7 +144,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false } },
   });
 
-  const metrics = deps.metrics ?? createMetrics();
   fastify.addHook('onResponse', (request, reply, done) => {
     metrics.observeRequest(
       request.method,
@@ -131,48 +161,36 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       url,
     }),
   });
-  const register = installWire(fastify, { trustedOrigins: config.trustedOrigins });
-  await fastify.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
+  fastify.addHook('onRequest', (request, reply, done) => done(entry(request, reply) ?? undefined));
+  installErrorHandling(fastify);
+  await installContentTypes(fastify);
+  supportEveryMethod(fastify);
 
-  const sessions = new Sessions(stores.sessions, now);
+  const hooks = sessionHooks(fastify, sessions);
   const secret = config.secretKey === null ? await stores.secretKey() : Buffer.from(config.secretKey);
   const throttle = new LoginThrottle(stores.throttle, config.throttle, secret, now);
-  const loginDeps: LoginDeps = {
+  const login: LoginDeps = {
     users: stores.users,
     sessions,
     throttle,
     authenticator,
     allowNewUsers: config.allowNewUsers,
   };
-  for (const endpoint of authEndpoints({ config, sessions, login: loginDeps, metrics })) register(endpoint);
-  for (const endpoint of groupEndpoints({ sessions, groups: stores.groups })) register(endpoint);
-  register({
-    path: '/api/schema',
-    matches: /^\/api\/schema\/?$/,
-    name: 'Schema',
-    handlers: { GET: (_request, reply) => sendJson(reply, 200, JSON.stringify(fastify.swagger())) },
-    schemas: { GET: SCHEMAS.schema },
-  });
+  const endpoint = apiEndpoints(fastify, trusted);
+  registerAuthRoutes(endpoint, { config, sessions, hooks, login, metrics });
+  registerGroupRoutes(endpoint, { hooks, groups: stores.groups });
+  registerSchemaRoute(fastify, endpoint);
   registerWebClient(fastify);
-
   const imapProbe = config.imap.host === null ? null : readinessProbe(imapSettings(config));
   registerOps(fastify, { stores, imapProbe, metrics: config.metricsPort === null ? metrics : null });
-  let closing = false;
+
   fastify.addHook('preClose', (done) => {
-    closing = true;
+    lifecycle.closing = true;
     done();
-  });
-  fast = fastCheck({
-    sessions,
-    trustedOrigins: config.trustedOrigins,
-    metrics,
-    logger: deps.logger,
-    closing: () => closing,
   });
   metrics.setSources({
     imap: () => authenticator.stats(),
     activeSessions: () => stores.sessions.countActive(now()),
   });
-
   return { fastify, sessions, throttle, metrics };
 }

@@ -1,0 +1,43 @@
+// ALLOWED_HOSTS (contract §7, issue 12): against DNS rebinding, a request whose Host header is not
+// listed is refused before anything else. Django's semantics (django.http.request.validate_host):
+// the port is stripped, the comparison is case-insensitive, a trailing dot is ignored, `.example.org`
+// matches the domain and its subdomains, `*` matches everything, IPv6 literals are in brackets.
+
+// Django's host_validation_re: a name or a bracketed IPv6 literal, then an optional port.
+const HOST = /^([a-z0-9.-]+|\[[a-f0-9]*:[a-f0-9.:]+\])(:[0-9]+)?$/;
+
+/** The domain part of a Host header, lower-cased, without port or trailing dot; '' when malformed. */
+export function hostDomain(host: string | undefined): string {
+  const match = HOST.exec((host ?? '').toLowerCase());
+  const domain = match?.[1] ?? '';
+  return domain.endsWith('.') ? domain.slice(0, -1) : domain;
+}
+
+/** Django's is_same_domain: `pattern` (lower-cased) names `domain`, or a parent of it when it starts with a dot. */
+function matches(domain: string, pattern: string): boolean {
+  if (pattern === '*') return true;
+  if (pattern.startsWith('.')) return domain.endsWith(pattern) || domain === pattern.slice(1);
+  return domain === pattern;
+}
+
+/**
+ * The verdict on a request's Host for the configured list (null: unset, every Host is served). As in
+ * Django's get_host, a missing or malformed Host is allowed by no list, not even `*`.
+ */
+export function hostAllowed(allowedHosts: readonly string[] | null): (host: string | undefined) => boolean {
+  if (allowedHosts === null) return () => true;
+  return (host) => {
+    const domain = hostDomain(host);
+    return domain !== '' && allowedHosts.some((pattern) => matches(domain, pattern));
+  };
+}
+
+/**
+ * Paths served whatever the Host: the health probes. Orchestrators probe by address (a Kubernetes
+ * probe's Host is the pod IP), and these two answer nothing secret and change nothing, so a rebound
+ * page gains nothing from them. /metrics, the web client and /api are checked.
+ */
+export function isProbePath(url: string): boolean {
+  const path = url.split('?', 1)[0];
+  return path === '/healthz' || path === '/readyz';
+}

@@ -1,0 +1,130 @@
+// The /api endpoints (contract §1): each declared once, by its URL, with the routes it serves. The
+// router then owns everything about it: every response carries Allow, OPTIONS describes it (and
+// answers a trusted CORS preflight, §7), HEAD follows GET (Fastify's exposeHeadRoutes), and every
+// other method has a route of its own that answers 405 before the body is read or a session looked at.
+import { METHODS } from 'node:http';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifySchema,
+  preHandlerHookHandler,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+  RouteGenericInterface,
+  RouteHandlerMethod,
+} from 'fastify';
+import { methodNotAllowed } from '../errors.ts';
+import { SCHEMAS } from '../schemas.ts';
+import { isTrustedPreflight, preflightHeaders } from './cors.ts';
+import { sendJson } from './headers.ts';
+
+type Handler<G extends RouteGenericInterface> = RouteHandlerMethod<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  G
+>;
+
+export interface RouteOptions {
+  /** Shapes the response and is what /api/schema publishes. */
+  readonly schema: FastifySchema;
+  /** Runs after the body is read, before the handler (requireSession, readSession: http/session.ts). */
+  readonly preHandler?: preHandlerHookHandler;
+}
+
+/** What a route module declares on an endpoint. */
+export interface EndpointRoutes {
+  get<G extends RouteGenericInterface = RouteGenericInterface>(
+    options: RouteOptions,
+    handler: Handler<G>,
+  ): void;
+  post<G extends RouteGenericInterface = RouteGenericInterface>(
+    options: RouteOptions,
+    handler: Handler<G>,
+  ): void;
+}
+
+export interface EndpointOptions {
+  /** The Fastify path; a trailing slash is the same endpoint (routerOptions.ignoreTrailingSlash). */
+  readonly url: string;
+  /** Name in the OPTIONS body. */
+  readonly name: string;
+  /** Runs on POST before the body is read (the CSRF check, contract §7). */
+  readonly beforeBody?: (request: FastifyRequest) => void;
+}
+
+/** Makes every method node parses routable, so that an endpoint can answer 405 to any of them. */
+export function supportEveryMethod(app: FastifyInstance): void {
+  for (const method of METHODS) {
+    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method);
+  }
+}
+
+/** Declares one /api endpoint: `declare` adds its routes; OPTIONS and the 405 route follow from them. */
+export type DeclareEndpoint = (options: EndpointOptions, declare: (routes: EndpointRoutes) => void) => void;
+
+/** The endpoint declarer of `app`; trusted origins get their CORS preflight answered (contract §7). */
+export function apiEndpoints(app: FastifyInstance, trustedOrigins: ReadonlySet<string>): DeclareEndpoint {
+  return (options, declare) => declareEndpoint(app, trustedOrigins, options, declare);
+}
+
+function declareEndpoint(
+  app: FastifyInstance,
+  trustedOrigins: ReadonlySet<string>,
+  options: EndpointOptions,
+  declare: (routes: EndpointRoutes) => void,
+): void {
+  const { url } = options;
+  const adders: { method: 'GET' | 'POST'; add: () => void }[] = [];
+  // attachValidation: input is checked by the handlers, which answer in the contract's own shapes
+  // (DRF field errors, 404 for a bad id) rather than Fastify's.
+  declare({
+    get: (route, handler) =>
+      adders.push({
+        method: 'GET',
+        add: () => app.get(url, { ...routeOptions(route), attachValidation: true }, handler),
+      }),
+    post: (route, handler) =>
+      adders.push({
+        method: 'POST',
+        add: () => app.post(url, { ...routeOptions(route), attachValidation: true }, handler),
+      }),
+  });
+  const declared = new Set(adders.map((adder) => adder.method));
+  const methods = [
+    ...(declared.has('GET') ? ['GET', 'HEAD'] : []),
+    ...(declared.has('POST') ? ['POST'] : []),
+    'OPTIONS',
+  ];
+  const allow = methods.join(', ');
+  const onRequest = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    reply.header('allow', allow);
+    if (request.method === 'POST') options.beforeBody?.(request);
+    done();
+  };
+  function routeOptions(route: RouteOptions) {
+    return {
+      schema: route.schema,
+      onRequest,
+      ...(route.preHandler === undefined ? {} : { preHandler: route.preHandler }),
+    };
+  }
+  for (const adder of adders) adder.add();
+
+  const description = JSON.stringify({ name: options.name, methods });
+  app.options(url, { schema: SCHEMAS.options, onRequest }, (request, reply) => {
+    if (isTrustedPreflight(request.headers, trustedOrigins)) reply.headers(preflightHeaders(allow));
+    return sendJson(reply, 200, description);
+  });
+  app.route({
+    method: app.supportedMethods.filter((method) => !methods.includes(method)),
+    url,
+    schema: SCHEMAS.methodNotAllowed,
+    onRequest: [onRequest, (request, _reply, done) => done(methodNotAllowed(request.method, allow))],
+    handler: () => {
+      throw new Error('unreachable: the onRequest hook answered 405');
+    },
+  });
+}

@@ -1,0 +1,53 @@
+// The response builder (contract §1, §6, §7): the headers every response starts with, computed in one
+// place for the Fastify routes (app.ts's first onRequest hook) and the raw check path (raw-check.ts),
+// so that a header added here appears on every answer. JSON bodies are sent by sendJson/sendDetail.
+import type { FastifyReply } from 'fastify';
+import { corsHeaders } from './cors.ts';
+
+export const JSON_TYPE = 'application/json';
+/** What Fastify's reply.type(JSON_TYPE) sends; the raw path sends the same bytes. */
+export const JSON_CONTENT_TYPE = `${JSON_TYPE}; charset=utf-8`;
+
+/** contract §1: on every response, errors, redirects and 404s included. */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'x-frame-options': 'SAMEORIGIN',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+  'cross-origin-opener-policy': 'same-origin',
+};
+/** contract §1: every response under /api is also never cached. */
+const API_HEADERS: Readonly<Record<string, string>> = { ...SECURITY_HEADERS, 'cache-control': 'no-store' };
+
+/** What the standard headers of a response depend on. */
+export interface ResponseTarget {
+  readonly url: string;
+  readonly requestId: string;
+  readonly origin: string | undefined;
+}
+
+/** The headers every response starts with: security (+ no-store under /api), request id, CORS. */
+export function responseHeaders(
+  target: ResponseTarget,
+  trustedOrigins: ReadonlySet<string>,
+): Record<string, string> {
+  return {
+    ...(target.url.startsWith('/api') ? API_HEADERS : SECURITY_HEADERS),
+    'x-request-id': target.requestId,
+    ...corsHeaders(target.origin, trustedOrigins),
+  };
+}
+
+/** Sends an already-serialized JSON body. */
+export function sendJson(reply: FastifyReply, status: number, body: string): FastifyReply {
+  return reply.code(status).type(JSON_TYPE).send(body);
+}
+
+/** Sends `{"detail": ...}` (contract §1: the body of every error), with extra headers (Allow, Retry-After). */
+export function sendDetail(
+  reply: FastifyReply,
+  status: number,
+  detail: string,
+  headers: Readonly<Record<string, string>> = {},
+): FastifyReply {
+  return sendJson(reply.headers(headers), status, JSON.stringify({ detail }));
+}
