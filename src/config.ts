@@ -2,6 +2,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parse as parseDotenv } from 'dotenv';
+import { parsePostgresTls } from './store/postgres-url.ts';
+import { parseRedisTarget } from './store/redis-url.ts';
 
 export type ImapSecurity = 'tls' | 'starttls' | 'plain';
 export type UsernameCase = 'lower' | 'preserve';
@@ -13,8 +15,14 @@ export interface Config {
   readonly port: number;
   readonly workers: number;
   readonly databaseUrl: string;
+  /** CA that PostgreSQL's certificate must chain to (implies sslmode=verify-full); null: none. */
+  readonly databaseCaFile: string | null;
+  /** A transaction-mode pooler (PgBouncer) sits between: no startup timeouts, no named statements. */
+  readonly databaseTransactionPooler: boolean;
   /** `null`: sessions and throttle counters live in the database. */
   readonly sessionStore: string | null;
+  /** CA that Redis's certificate must chain to (rediss:// only); null: the system's roots. */
+  readonly redisCaFile: string | null;
   /** Prefix of every Redis key (several services, or several clubhouses, may share one Redis). */
   readonly redisKeyPrefix: string;
   /** How long a SQLite statement waits for another process's write lock before answering 503. */
@@ -108,12 +116,32 @@ export function loadConfig(env: Env): Config {
   if (!/^(sqlite:.+|postgres(ql)?:\/\/.+)$/.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'expected sqlite:PATH or postgres://…');
   }
-  const sessionStore = read('SESSION_STORE') ?? null;
-  if (sessionStore !== null && !/^rediss?:\/\/.+/.test(sessionStore)) {
+  const existingFile = (name: string): string | null => {
+    const file = read(name) ?? null;
+    if (file !== null && !existsSync(file)) throw new ConfigError(name, `no such file "${file}"`);
+    return file;
+  };
+  const databaseCaFile = existingFile('DATABASE_CA_FILE');
+  const databaseTransactionPooler = boolean('DATABASE_TRANSACTION_POOLER', false);
+  if (databaseUrl.startsWith('postgres')) {
+    // issue 17: TLS asked for is never downgraded; unverified TLS only by name (sslmode=require).
+    const tls = parsePostgresTls(databaseUrl, databaseCaFile);
+    if (!tls.ok) throw new ConfigError(tls.variable, tls.message);
+    if (tls.tls.caFile !== null && !existsSync(tls.tls.caFile))
+      throw new ConfigError('DATABASE_URL', `sslrootcert: no such file "${tls.tls.caFile}"`);
+  } else if (databaseCaFile !== null || databaseTransactionPooler) {
     throw new ConfigError(
-      'SESSION_STORE',
-      'expected redis://… (or leave unset to keep sessions in the database)',
+      databaseCaFile !== null ? 'DATABASE_CA_FILE' : 'DATABASE_TRANSACTION_POOLER',
+      'applies to a postgres:// DATABASE_URL only',
     );
+  }
+  const sessionStore = read('SESSION_STORE') ?? null;
+  const redisCaFile = existingFile('REDIS_CA_FILE');
+  if (sessionStore !== null) {
+    const target = parseRedisTarget(sessionStore, redisCaFile);
+    if (!target.ok) throw new ConfigError(target.variable, target.message);
+  } else if (redisCaFile !== null) {
+    throw new ConfigError('REDIS_CA_FILE', 'needs a rediss:// SESSION_STORE');
   }
 
   const imapHost = read('IMAP_HOST') ?? null;
@@ -146,7 +174,10 @@ export function loadConfig(env: Env): Config {
     port: integer('PORT', 8000, 0, 65535),
     workers: integer('WORKERS', 1, 1, 64),
     databaseUrl,
+    databaseCaFile,
+    databaseTransactionPooler,
     sessionStore,
+    redisCaFile,
     redisKeyPrefix: read('REDIS_KEY_PREFIX') ?? 'clubhouse:',
     sqliteBusyTimeoutMs: integer('SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 60_000),
     imap: {

@@ -1,6 +1,7 @@
 // The store contract (Django's SessionTestsMixin pattern): one set of behavioural tests, run against
 // every store combination — SQLite, PostgreSQL, Redis sessions over SQLite and over PostgreSQL — on
-// real servers from the harness. A store that passes here can back the service.
+// real servers from the harness. A store that passes here can back the service. With
+// CLUBHOUSE_TEST_STORE=pgbouncer (api-pgbouncer.test.ts), the PostgreSQL ones through PgBouncer.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
@@ -8,13 +9,16 @@ import { StoreUnavailableError } from '../src/errors.ts';
 import { applyImport, ImportConflictError } from '../src/import.ts';
 import type { Group, Stores } from '../src/store/types.ts';
 import { disableUser } from '../src/users.ts';
+import { startPgBouncer } from './helpers/pgbouncer.ts';
 import { startPostgres } from './helpers/postgres.ts';
 import { startRedis } from './helpers/redis.ts';
-import { storeBackends } from './helpers/stores.ts';
+import { pgbouncerBackends, storeBackends } from './helpers/stores.ts';
 
 const postgres = await startPostgres();
 const redis = await startRedis();
+const pgbouncer = process.env['CLUBHOUSE_TEST_STORE'] === 'pgbouncer' ? await startPgBouncer(postgres) : null;
 after(async () => {
+  await pgbouncer?.stop();
   await postgres.stop();
   await redis.stop();
 });
@@ -34,7 +38,9 @@ const group = (id: number, name: string, fields: Partial<Group> = {}): Group => 
   ...fields,
 });
 
-for (const backend of storeBackends(postgres, redis)) {
+for (const backend of pgbouncer === null
+  ? storeBackends(postgres, redis)
+  : pgbouncerBackends(pgbouncer, redis)) {
   describe(`store contract: ${backend.name}`, () => {
     let stores: Stores;
     // Real time: Redis keys carry TTLs on the server's clock.
