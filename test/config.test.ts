@@ -151,15 +151,22 @@ describe('clubhouse config check', () => {
 
   test('prints the effective settings with secrets masked', async () => {
     const { code, out } = await run({
-      DATABASE_URL: 'postgres://clubhouse:hunter2@db.internal/clubhouse',
-      SESSION_STORE: 'redis://:redispass@cache.internal:6379',
+      // Verified TLS to both stores: plaintext to a remote host would be a warning (issue 17).
+      DATABASE_URL:
+        'postgres://clubhouse:hunter2@db.internal/clubhouse?sslmode=verify-full&sslrootcert=system',
+      SESSION_STORE: 'rediss://:redispass@cache.internal:6379',
       SECRET_KEY: 'k'.repeat(40),
       IMAP_HOST: 'mail.example.org',
     });
     assert.equal(code, 0);
     const report = JSON.parse(out);
-    assert.equal(report.settings.DATABASE_URL, 'postgres://clubhouse:***@db.internal/clubhouse');
-    assert.equal(report.settings.SESSION_STORE, 'redis://:***@cache.internal:6379');
+    assert.equal(
+      report.settings.DATABASE_URL,
+      'postgres://clubhouse:***@db.internal/clubhouse?sslmode=verify-full&sslrootcert=system',
+    );
+    assert.equal(report.settings.SESSION_STORE, 'rediss://:***@cache.internal:6379');
+    assert.equal(report.settings['(database TLS)'], 'verified');
+    assert.equal(report.settings['(sessions TLS)'], 'verified');
     assert.equal(report.settings.SECRET_KEY, '***');
     assert.equal(report.settings.IMAP_HOST, 'mail.example.org');
     for (const secret of ['hunter2', 'redispass', 'kkkkkkkk']) assert.ok(!out.includes(secret));

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LightMyRequestResponse } from 'fastify';
+import { ConfigError, loadConfig } from '../src/config.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { startSentinel, type TestSentinel } from './helpers/sentinel.ts';
 
@@ -105,5 +106,35 @@ describe('Redis Sentinel failover', () => {
     assert.equal(fresh.response.statusCode, 200);
     assert.equal((await check(fresh.cookie)).statusCode, 200);
     assert.equal((await t.fastify.inject({ url: '/readyz' })).json().checks.stores, 'ok');
+  });
+});
+
+describe('SESSION_STORE=redis-sentinel://', () => {
+  test('takes sentinel addresses and a name; a password, TLS or an empty list is an invalid setting', () => {
+    assert.equal(
+      loadConfig({
+        SESSION_STORE: 'redis-sentinel://10.0.0.1:26379,[::1],sentinel.example.org:26380/mymaster',
+      }).sessionStore,
+      'redis-sentinel://10.0.0.1:26379,[::1],sentinel.example.org:26380/mymaster',
+    );
+    for (const sessionStore of [
+      'redis-sentinel://:secret@10.0.0.1:26379/mymaster',
+      'redis-sentinel://10.0.0.1:26379',
+      'redis-sentinel:///mymaster',
+      'redis-sentinel://10.0.0.1:99999/mymaster',
+      'redis-sentinel://10.0.0.1:26379,/mymaster',
+      'memcached://10.0.0.1',
+    ]) {
+      assert.throws(
+        () => loadConfig({ SESSION_STORE: sessionStore }),
+        (err: unknown) => err instanceof ConfigError && err.variable === 'SESSION_STORE',
+        sessionStore,
+      );
+    }
+    assert.throws(
+      () =>
+        loadConfig({ SESSION_STORE: 'redis-sentinel://10.0.0.1/mymaster', REDIS_CA_FILE: 'package.json' }),
+      (err: unknown) => err instanceof ConfigError && err.variable === 'REDIS_CA_FILE',
+    );
   });
 });

@@ -101,6 +101,11 @@ describe('PostgreSQL over TLS', () => {
       open({ DATABASE_URL: databaseUrl('?sslmode=verify-full'), DATABASE_CA_FILE: stranger.caFile }),
       /self[- ]signed certificate|unable to verify|unable to get local issuer/i,
     );
+    // sslrootcert=system: the system's roots only, which do not include the harness CA.
+    await assert.rejects(
+      open({ DATABASE_URL: databaseUrl('?sslmode=verify-full&sslrootcert=system') }),
+      /self[- ]signed certificate|unable to verify|unable to get local issuer/i,
+    );
   });
 
   test('a host name the certificate does not carry is refused at start-up', async () => {

@@ -91,12 +91,12 @@ export async function openStores(config: StoreSettings, options: OpenOptions = {
 
 /** Applies pending migrations (`clubhouse migrate`); returns the versions applied. */
 export async function migrateStores(
-  config: Pick<StoreSettings, 'databaseUrl' | 'databaseCaFile'>,
+  config: Pick<StoreSettings, 'databaseUrl' | 'databaseCaFile' | 'databaseTransactionPooler'>,
 ): Promise<number[]> {
   if (isPostgres(config.databaseUrl)) {
     const { migratePostgres, postgresConnection } = await import('./postgres-pool.ts');
-    // The pooler mode does not matter here: migration runs on one connection in one transaction.
-    return migratePostgres(postgresConnection(postgresTls(config)));
+    const pooler = config.databaseTransactionPooler ?? false;
+    return migratePostgres(postgresConnection(postgresTls(config), pooler));
   }
   const db = openSqliteDatabase(sqlitePath(config.databaseUrl));
   try {

@@ -217,6 +217,7 @@ export async function migratePostgres(target: string | PostgresConnection): Prom
     }
     await setRoleTimeouts(client);
     await client.query('COMMIT');
+    if (connection.transactionPooler) await retireIfUntimed(client);
     return applied;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
@@ -240,4 +241,20 @@ async function setRoleTimeouts(client: pg.Client): Promise<void> {
       `ALTER ROLE CURRENT_USER IN DATABASE ${database} SET ${setting} = ${Number(POOL_SETTINGS[setting])}`,
     );
   }
+}
+
+/**
+ * Role defaults apply to sessions that start later. Behind a transaction-mode pooler, the server
+ * session this migration ran on (opened before the defaults existed, or while waiting for the
+ * lock) would next serve the pool without timeouts: end it, so the pooler opens a fresh one.
+ */
+async function retireIfUntimed(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ name: string; setting: string }>(
+    "SELECT name, setting FROM pg_settings WHERE name IN ('statement_timeout', 'lock_timeout')",
+  );
+  const timed = rows.every(
+    (row) => Number(row.setting) === POOL_SETTINGS[row.name as 'statement_timeout' | 'lock_timeout'],
+  );
+  // The pooler sees its server connection end and drops it; our own client is closed right after.
+  if (!timed) await client.query('SELECT pg_terminate_backend(pg_backend_pid())').catch(() => {});
 }
