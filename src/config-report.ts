@@ -1,13 +1,32 @@
 // `clubhouse config check`: the effective settings with secrets masked, and what looks risky.
 import { type Config, isLoopbackHost } from './config.ts';
 import { presentSetting, settingRows } from './settings.ts';
+import { storeTls } from './store/open.ts';
 
 /** The settings as an operator would write them, secrets masked, and the warnings about them. */
 export function configReport(config: Config): { settings: Record<string, string>; warnings: string[] } {
   // Every row of the settings table, so that a new setting cannot be missing here.
   const settings: Record<string, string> = {};
   for (const [name] of settingRows()) settings[name] = presentSetting(name, config.settings[name]);
+  // issue 17: not settings but what they amount to, so an operator sees an unverified store.
+  const tls = storeTls(config);
+  settings['(database TLS)'] = tls.database;
+  settings['(sessions TLS)'] = tls.sessions;
   const warnings: string[] = [];
+  if (tls.database === 'not verified') {
+    warnings.push(
+      "DATABASE_URL sslmode=require: TLS without checking the server's certificate; use sslmode=verify-full with DATABASE_CA_FILE.",
+    );
+  }
+  for (const [store, url] of [
+    ['DATABASE_URL', config.databaseUrl],
+    ['SESSION_STORE', config.sessionStore],
+  ] as const) {
+    const host = url === null ? null : networkHost(url);
+    const state = store === 'DATABASE_URL' ? tls.database : tls.sessions;
+    if (host !== null && state === 'off' && !isLoopbackHost(host))
+      warnings.push(`${store} reaches ${host} without TLS: data and passwords cross the network in clear.`);
+  }
   if (config.imap.host === null) warnings.push('IMAP_HOST is not set: the server will not start.');
   if (config.imap.security === 'plain') {
     warnings.push(
@@ -44,4 +63,10 @@ export function configReport(config: Config): { settings: Record<string, string>
     warnings.push('/metrics is served on the public port; set METRICS_PORT to keep it apart.');
   }
   return { settings, warnings };
+}
+
+/** The host of a postgres:// or redis:// URL (the first sentinel of a list); null for SQLite. */
+function networkHost(url: string): string | null {
+  const match = /^[a-z-]+:\/\/(?:[^@/]*@)?(\[[^\]]+\]|[^:/,?]+)/i.exec(url);
+  return url.startsWith('sqlite:') || match === null ? null : match[1]!;
 }

@@ -9,6 +9,8 @@ import {
   type TrustProxy,
   type UsernameCase,
 } from './settings.ts';
+import { parsePostgresTls } from './store/postgres-url.ts';
+import { parseRedisTarget } from './store/redis-url.ts';
 
 export type { ImapSecurity, LogLevel, TrustProxy, UsernameCase } from './settings.ts';
 
@@ -17,8 +19,14 @@ export interface Config {
   readonly port: number;
   readonly workers: number;
   readonly databaseUrl: string;
+  /** CA that PostgreSQL's certificate must chain to (implies sslmode=verify-full); null: none. */
+  readonly databaseCaFile: string | null;
+  /** A transaction-mode pooler (PgBouncer) sits between: no startup timeouts, no named statements. */
+  readonly databaseTransactionPooler: boolean;
   /** `null`: sessions and throttle counters live in the database. */
   readonly sessionStore: string | null;
+  /** CA that Redis's certificate must chain to (rediss:// only); null: the system's roots. */
+  readonly redisCaFile: string | null;
   /** Prefix of every Redis key (several services, or several clubhouses, may share one Redis). */
   readonly redisKeyPrefix: string;
   /** How long a SQLite statement waits for another process's write lock before answering 503. */
@@ -105,6 +113,26 @@ const cleanSettings = (env: Record<string, string>) => customCleanEnv(env, SETTI
 /** Parses and validates every setting; throws `ConfigError` naming the first bad variable. */
 export function loadConfig(env: Env): Config {
   const s = parseSettings(env);
+  const databaseCaFile = s.DATABASE_CA_FILE ?? null;
+  if (s.DATABASE_URL.startsWith('postgres')) {
+    // issue 17: TLS asked for is never downgraded; unverified TLS only by name (sslmode=require).
+    const tls = parsePostgresTls(s.DATABASE_URL, databaseCaFile);
+    if (!tls.ok) throw new ConfigError(tls.variable, tls.message);
+    if (tls.tls.caFile !== null && !existsSync(tls.tls.caFile))
+      throw new ConfigError('DATABASE_URL', `sslrootcert: no such file "${tls.tls.caFile}"`);
+  } else if (databaseCaFile !== null || s.DATABASE_TRANSACTION_POOLER) {
+    throw new ConfigError(
+      databaseCaFile !== null ? 'DATABASE_CA_FILE' : 'DATABASE_TRANSACTION_POOLER',
+      'applies to a postgres:// DATABASE_URL only',
+    );
+  }
+  const redisCaFile = s.REDIS_CA_FILE ?? null;
+  if (s.SESSION_STORE !== undefined) {
+    const target = parseRedisTarget(s.SESSION_STORE, redisCaFile);
+    if (!target.ok) throw new ConfigError(target.variable, target.message);
+  } else if (redisCaFile !== null) {
+    throw new ConfigError('REDIS_CA_FILE', 'needs a rediss:// SESSION_STORE');
+  }
   const imapHost = s.IMAP_HOST ?? null;
   // contract §6: a password in clear over the network is a misconfiguration unless asked for by name.
   if (
@@ -136,7 +164,10 @@ export function loadConfig(env: Env): Config {
     port: s.PORT,
     workers: s.WORKERS,
     databaseUrl: s.DATABASE_URL,
+    databaseCaFile,
+    databaseTransactionPooler: s.DATABASE_TRANSACTION_POOLER,
     sessionStore: s.SESSION_STORE ?? null,
+    redisCaFile,
     redisKeyPrefix: s.REDIS_KEY_PREFIX,
     sqliteBusyTimeoutMs: s.SQLITE_BUSY_TIMEOUT_MS,
     imap: {

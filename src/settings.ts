@@ -150,15 +150,35 @@ export const SETTINGS = {
     }),
     { secret: 'url' },
   ),
+  DATABASE_CA_FILE: row(
+    file({
+      default: undefined,
+      desc: "a PEM CA that PostgreSQL's certificate must chain to; implies `sslmode=verify-full` (or put `sslrootcert=FILE` in the URL)",
+    }),
+    { unset: '(none)' },
+  ),
+  DATABASE_TRANSACTION_POOLER: row(
+    boolean({
+      default: false,
+      desc: '`true` when PgBouncer (`pool_mode = transaction`) sits in between: no startup parameters, no named prepared statements; `clubhouse migrate` sets the timeouts as role defaults',
+    }),
+  ),
   SESSION_STORE: row(
     matching(
-      /^rediss?:\/\/.+/,
-      'expected redis://… (or leave unset to keep sessions in the database)',
+      /^(rediss?|redis-sentinel):\/\/.+/,
+      'expected redis://…, rediss://… or redis-sentinel://… (or leave unset to keep sessions in the database)',
     )({
       default: undefined,
-      desc: 'where sessions and throttle counters live: unset (the database) or `redis://[:PASSWORD@]HOST:6379[/DB]` (`rediss://` for TLS; Redis ≥ 6.2, standalone, not Cluster)',
+      desc: 'where sessions and throttle counters live: unset (the database) or `redis://[:PASSWORD@]HOST:6379[/DB]` (`rediss://` for TLS, `redis-sentinel://HOST1:26379,HOST2:26379/MASTER` for Sentinel; Redis ≥ 6.2, not Cluster)',
     }),
     { unset: '(the database)', secret: 'url' },
+  ),
+  REDIS_CA_FILE: row(
+    file({
+      default: undefined,
+      desc: "a PEM CA that Redis's certificate must chain to (`rediss://` only; the certificate is always verified)",
+    }),
+    { unset: '(system roots only)' },
   ),
   REDIS_KEY_PREFIX: row(
     text({

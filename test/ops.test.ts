@@ -11,6 +11,9 @@ import { type Dovecot, startDovecot } from './helpers/dovecot.ts';
 import { startFakeImap } from './helpers/fake-imap.ts';
 import { freePort } from './helpers/ports.ts';
 
+// Issue 17: /readyz also says how each store is reached; this suite runs on a SQLite file.
+const LOCAL = { database: 'local', sessions: 'local' };
+
 /** The value of one sample line of a Prometheus text exposition, or undefined. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
   for (const line of text.split('\n')) {
@@ -41,7 +44,7 @@ describe('/readyz against a real Dovecot', () => {
     const before = await dovecot.loginCount();
     const response = await t.fastify.inject({ url: '/readyz' });
     assert.equal(response.statusCode, 200);
-    assert.deepEqual(response.json(), { status: 'ready', checks: { stores: 'ok', imap: 'ok' } });
+    assert.deepEqual(response.json(), { status: 'ready', checks: { stores: 'ok', imap: 'ok' }, tls: LOCAL });
     assert.equal(response.headers['x-frame-options'], 'SAMEORIGIN');
     assert.equal(await dovecot.loginCount(), before);
   });
@@ -50,7 +53,11 @@ describe('/readyz against a real Dovecot', () => {
     const s = await startTestApp({ dovecot, env: dovecotEnv(dovecot, 'starttls') });
     try {
       const response = await s.fastify.inject({ url: '/readyz' });
-      assert.deepEqual(response.json(), { status: 'ready', checks: { stores: 'ok', imap: 'ok' } });
+      assert.deepEqual(response.json(), {
+        status: 'ready',
+        checks: { stores: 'ok', imap: 'ok' },
+        tls: LOCAL,
+      });
     } finally {
       await s.close();
     }
@@ -80,6 +87,7 @@ describe('/readyz against a real Dovecot', () => {
         status: 'unavailable',
         failing: ['stores'],
         checks: { stores: 'sessions unavailable', imap: 'ok' },
+        tls: LOCAL,
       });
     } finally {
       t.stores.ping = original;

@@ -1,6 +1,7 @@
 // The store contract (Django's SessionTestsMixin pattern): one set of behavioural tests, run against
 // every store combination — SQLite, PostgreSQL, Redis sessions over SQLite and over PostgreSQL — on
-// real servers from the harness. A store that passes here can back the service.
+// real servers from the harness. A store that passes here can back the service. With
+// CLUBHOUSE_TEST_STORE=pgbouncer (api-pgbouncer.test.ts), the PostgreSQL ones through PgBouncer.
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
@@ -10,13 +11,16 @@ import { ImportConflictError } from '../src/store/conflicts.ts';
 import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from '../src/store/limits.ts';
 import type { Group, PendingGuess, Stores } from '../src/store/types.ts';
 import { disableUser } from '../src/users.ts';
+import { startPgBouncer } from './helpers/pgbouncer.ts';
 import { startPostgres } from './helpers/postgres.ts';
 import { startRedis } from './helpers/redis.ts';
-import { storeBackends } from './helpers/stores.ts';
+import { pgbouncerBackends, storeBackends } from './helpers/stores.ts';
 
 const postgres = await startPostgres();
 const redis = await startRedis();
+const pgbouncer = process.env['CLUBHOUSE_TEST_STORE'] === 'pgbouncer' ? await startPgBouncer(postgres) : null;
 after(async () => {
+  await pgbouncer?.stop();
   await postgres.stop();
   await redis.stop();
 });
@@ -36,7 +40,9 @@ const group = (id: number, name: string, fields: Partial<Group> = {}): Group => 
   ...fields,
 });
 
-for (const backend of storeBackends(postgres, redis)) {
+for (const backend of pgbouncer === null
+  ? storeBackends(postgres, redis)
+  : pgbouncerBackends(pgbouncer, redis)) {
   describe(`store contract: ${backend.name}`, () => {
     let stores: Stores;
     // Real time: Redis keys carry TTLs on the server's clock.

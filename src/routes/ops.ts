@@ -10,7 +10,7 @@ import { SCHEMAS } from '../schemas.ts';
 import type { Stores } from '../store/types.ts';
 
 export interface OpsDeps {
-  readonly stores: Pick<Stores, 'ping'>;
+  readonly stores: Pick<Stores, 'ping' | 'tls'>;
   /** The cached IMAP probe; null when no IMAP server is configured. */
   readonly imapProbe: { check(): Promise<ProbeResult> } | null;
   /** Null when /metrics is served on METRICS_PORT instead. */
@@ -41,12 +41,14 @@ export function registerOps(fastify: FastifyInstance, deps: OpsDeps): void {
   fastify.get('/healthz', (_request, reply) => sendJson(reply, 200, '{"status":"ok"}'));
   fastify.get('/readyz', async (_request, reply) => {
     const checks = await readiness(deps);
+    // issue 17: how each store is reached (verified TLS or not), beside whether it answers.
+    const tls = deps.stores.tls;
     const failing = Object.entries(checks)
       .filter(([, state]) => state !== 'ok')
       .map(([part]) => part);
-    if (failing.length === 0) return sendJson(reply, 200, JSON.stringify({ status: 'ready', checks }));
+    if (failing.length === 0) return sendJson(reply, 200, JSON.stringify({ status: 'ready', checks, tls }));
     reply.header('retry-after', String(READY_RETRY_AFTER_SECONDS));
-    return sendJson(reply, 503, JSON.stringify({ status: 'unavailable', failing, checks }));
+    return sendJson(reply, 503, JSON.stringify({ status: 'unavailable', failing, checks, tls }));
   });
   const { metrics } = deps;
   if (metrics !== null) {

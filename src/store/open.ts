@@ -1,15 +1,19 @@
 // Opens the stores the settings name (contract §6): DATABASE_URL picks SQLite or PostgreSQL for
-// everything; SESSION_STORE=redis://… moves sessions and throttle counters to Redis, while groups,
-// users and the secret key stay in the database.
-import type { Config } from '../config.ts';
+// everything; SESSION_STORE=redis://… (rediss://, redis-sentinel://) moves sessions and throttle
+// counters to Redis, while groups, users and the secret key stay in the database.
+import { type Config, ConfigError } from '../config.ts';
+import type { PostgresConnection } from './postgres-pool.ts';
+import { type PostgresTls, parsePostgresTls, postgresTlsState } from './postgres-url.ts';
 import type { RedisStores } from './redis.ts';
+import { parseRedisTarget, type RedisTarget, redisTlsState } from './redis-url.ts';
 import { migrateSqlite, openSqliteDatabase, openSqliteStores, sqlitePath } from './sqlite.ts';
-import type { Stores } from './types.ts';
+import type { Stores, TlsState } from './types.ts';
 
 export type StoreSettings = Pick<
   Config,
   'databaseUrl' | 'sessionStore' | 'sqliteBusyTimeoutMs' | 'redisKeyPrefix'
->;
+> &
+  Partial<Pick<Config, 'databaseCaFile' | 'databaseTransactionPooler' | 'redisCaFile'>>;
 
 export interface OpenOptions {
   /** Apply pending migrations first (default true; a cluster's workers leave it to the primary). */
@@ -20,20 +24,48 @@ export interface OpenOptions {
 
 const isPostgres = (url: string) => /^postgres(ql)?:\/\//.test(url);
 
+// loadConfig has checked these; a caller passing hand-made settings gets the same error.
+function postgresTls(config: Pick<StoreSettings, 'databaseUrl' | 'databaseCaFile'>): PostgresTls {
+  const result = parsePostgresTls(config.databaseUrl, config.databaseCaFile ?? null);
+  if (!result.ok) throw new ConfigError(result.variable, result.message);
+  return result.tls;
+}
+
+function redisTarget(sessionStore: string, config: Pick<StoreSettings, 'redisCaFile'>): RedisTarget {
+  const result = parseRedisTarget(sessionStore, config.redisCaFile ?? null);
+  if (!result.ok) throw new ConfigError(result.variable, result.message);
+  return result.target;
+}
+
+async function connection(config: StoreSettings): Promise<PostgresConnection> {
+  const { postgresConnection } = await import('./postgres-pool.ts');
+  return postgresConnection(postgresTls(config), config.databaseTransactionPooler ?? false);
+}
+
+/** The TLS state of each store these settings connect to (issue 17: /readyz, config check). */
+export function storeTls(config: StoreSettings): { database: TlsState; sessions: TlsState } {
+  const database = isPostgres(config.databaseUrl) ? postgresTlsState(postgresTls(config)) : 'local';
+  const sessions =
+    config.sessionStore === null ? database : redisTlsState(redisTarget(config.sessionStore, config));
+  return { database, sessions };
+}
+
 /** The stores for these settings, migrated (unless told not to) and ready. */
 export async function openStores(config: StoreSettings, options: OpenOptions = {}): Promise<Stores> {
+  const tls = storeTls(config);
   // PostgreSQL and Redis clients are loaded only when configured (they cost ~10 MB of memory).
-  const database = isPostgres(config.databaseUrl)
-    ? await (await import('./postgres.ts')).openPostgresStores(config.databaseUrl, {
+  const opened = isPostgres(config.databaseUrl)
+    ? await (await import('./postgres.ts')).openPostgresStores(await connection(config), {
         migrate: options.migrate,
         onError: (err) => options.onError?.('database', err),
       })
     : openSqliteStores(sqlitePath(config.databaseUrl), config.sqliteBusyTimeoutMs, options.migrate);
+  const database: Stores = Object.assign(opened, { tls });
   if (config.sessionStore === null) return database;
   let redis: RedisStores;
   try {
     const { openRedisStores } = await import('./redis.ts');
-    redis = await openRedisStores(config.sessionStore, {
+    redis = await openRedisStores(redisTarget(config.sessionStore, config), {
       keyPrefix: config.redisKeyPrefix,
       onError: (err) => options.onError?.('sessions', err),
     });
@@ -46,6 +78,7 @@ export async function openStores(config: StoreSettings, options: OpenOptions = {
     redis: redis.client,
     sessions: redis.sessions,
     throttle: redis.throttle,
+    tls,
     ping: async () => {
       await Promise.all([database.ping(), redis.ping()]);
     },
@@ -57,9 +90,14 @@ export async function openStores(config: StoreSettings, options: OpenOptions = {
 }
 
 /** Applies pending migrations (`clubhouse migrate`); returns the versions applied. */
-export async function migrateStores(config: Pick<Config, 'databaseUrl'>): Promise<number[]> {
-  if (isPostgres(config.databaseUrl))
-    return (await import('./postgres-pool.ts')).migratePostgres(config.databaseUrl);
+export async function migrateStores(
+  config: Pick<StoreSettings, 'databaseUrl' | 'databaseCaFile' | 'databaseTransactionPooler'>,
+): Promise<number[]> {
+  if (isPostgres(config.databaseUrl)) {
+    const { migratePostgres, postgresConnection } = await import('./postgres-pool.ts');
+    const pooler = config.databaseTransactionPooler ?? false;
+    return migratePostgres(postgresConnection(postgresTls(config), pooler));
+  }
   const db = openSqliteDatabase(sqlitePath(config.databaseUrl));
   try {
     return migrateSqlite(db);

@@ -1,12 +1,34 @@
 // The PostgreSQL connection pool, its failure mapping and the migrations: what every PostgreSQL
 // store shares. A dead or restarting server answers StoreUnavailableError('database') (HTTP 503);
 // the pool replaces broken connections by itself, so the service recovers without a restart.
+import type { ConnectionOptions } from 'node:tls';
 import pg from 'pg';
 import { StoreUnavailableError } from '../errors.ts';
 import { onClient, POSTGRES_DIALECT } from './postgres-dialect.ts';
 import { POSTGRES_MIGRATIONS } from './postgres-schema.ts';
+import { type PostgresTls, pgSslOptions } from './postgres-url.ts';
 import { stepAsync } from './sql/driver.ts';
 import { migrate } from './sql/migrate.ts';
+
+/** Where and how to connect: the URL without ssl* words, pg's `ssl` option, and the pooler mode. */
+export interface PostgresConnection {
+  readonly url: string;
+  readonly ssl: false | ConnectionOptions;
+  /**
+   * A transaction-mode pooler (PgBouncer) sits in between: no startup parameters it would refuse,
+   * no named prepared statements (the next transaction may run on another server connection).
+   */
+  readonly transactionPooler: boolean;
+}
+
+/** The connection for parsed settings; reads the CA file. A plain URL string means no TLS, direct. */
+export function postgresConnection(
+  target: string | PostgresTls,
+  transactionPooler = false,
+): PostgresConnection {
+  if (typeof target === 'string') return { url: target, ssl: false, transactionPooler };
+  return { url: target.url, ssl: pgSslOptions(target), transactionPooler };
+}
 
 /** Bounds of one process's pool; with WORKERS=N the server holds up to N × max connections. */
 export const POOL_SETTINGS = {
@@ -15,6 +37,8 @@ export const POOL_SETTINGS = {
   connectionTimeoutMillis: 3000,
   idleTimeoutMillis: 30_000,
   // Server side: a statement running longer is cancelled (57014); a lock waited on longer (55P03).
+  // Sent as startup parameters when direct; `clubhouse migrate` also makes them the role's defaults
+  // in the database, which is how they apply through a transaction-mode pooler (issue 17).
   statement_timeout: 5000,
   lock_timeout: 3000,
   // Client side: the answer of a query that PostgreSQL never sends (a half-open connection).
@@ -72,15 +96,29 @@ export function mapPostgresError(err: unknown): never {
   throw err;
 }
 
-/** A bounded pool on `url`; `onError` hears of idle connections that break (the pool drops them). */
-export function createPool(url: string, onError: (err: Error) => void = () => {}): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, ...POOL_SETTINGS });
+// Pools behind a transaction-mode pooler: their queries are never named (see PostgresConnection).
+const UNNAMED = new WeakSet<pg.Pool | pg.PoolClient>();
+
+/** A bounded pool; `onError` hears of idle connections that break (the pool drops them). */
+export function createPool(
+  target: string | PostgresConnection,
+  onError: (err: Error) => void = () => {},
+): pg.Pool {
+  const connection = typeof target === 'string' ? postgresConnection(target) : target;
+  const { statement_timeout, lock_timeout, ...common } = POOL_SETTINGS;
+  // PgBouncer answers "unsupported startup parameter: statement_timeout" (issue 17).
+  const timeouts = connection.transactionPooler ? {} : { statement_timeout, lock_timeout };
+  const pool = new pg.Pool({ connectionString: connection.url, ssl: connection.ssl, ...common, ...timeouts });
+  if (connection.transactionPooler) UNNAMED.add(pool);
   // Without a listener, an idle client's error (the server restarting: 57P01) would crash the process.
   pool.on('error', onError);
   return pool;
 }
 
-/** Runs one query with failures mapped; `name` makes it a prepared statement on each connection. */
+/**
+ * Runs one query with failures mapped; `name` makes it a prepared statement on each connection
+ * (dropped behind a transaction-mode pooler, where a connection's statements are not ours to keep).
+ */
 export async function query<R extends pg.QueryResultRow>(
   pool: pg.Pool | pg.PoolClient,
   text: string,
@@ -88,7 +126,8 @@ export async function query<R extends pg.QueryResultRow>(
   name?: string,
 ): Promise<pg.QueryResult<R>> {
   try {
-    return await pool.query<R>(name === undefined ? { text, values } : { name, text, values });
+    const named = name !== undefined && !UNNAMED.has(pool);
+    return await pool.query<R>(named ? { name, text, values } : { text, values });
   } catch (err) {
     mapPostgresError(err);
   }
@@ -137,10 +176,16 @@ const MIGRATION_LOCK_KEY = 4_242_001;
 
 /**
  * Applies pending migrations in one transaction under an advisory lock, so instances starting at
- * once queue instead of racing. Uses its own connection without the pool's short timeouts.
+ * once queue instead of racing. Uses its own connection without the pool's short timeouts. Also
+ * sets the pool's server-side timeouts as this role's defaults in this database (issue 17).
  */
-export async function migratePostgres(url: string): Promise<number[]> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+export async function migratePostgres(target: string | PostgresConnection): Promise<number[]> {
+  const connection = typeof target === 'string' ? postgresConnection(target) : target;
+  const client = new pg.Client({
+    connectionString: connection.url,
+    ssl: connection.ssl,
+    connectionTimeoutMillis: 10_000,
+  });
   client.on('error', () => {});
   try {
     await client.connect();
@@ -152,7 +197,9 @@ export async function migratePostgres(url: string): Promise<number[]> {
       migrate(POSTGRES_DIALECT, POSTGRES_MIGRATIONS, Date.now()),
       onClient(client),
     );
+    await setRoleTimeouts(client);
     await client.query('COMMIT');
+    if (connection.transactionPooler) await retireIfUntimed(client);
     return applied;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
@@ -160,4 +207,36 @@ export async function migratePostgres(url: string): Promise<number[]> {
   } finally {
     await client.end().catch(() => {});
   }
+}
+
+/**
+ * Makes the pool's statement and lock timeouts the defaults of the current role in the current
+ * database: a transaction-mode pooler cannot carry them as startup parameters, and SET would stay
+ * on a server connection that other clients then use. Own-role defaults need no superuser.
+ */
+async function setRoleTimeouts(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ name: string }>('SELECT current_database() AS name');
+  const database = client.escapeIdentifier(rows[0]!.name);
+  for (const setting of ['statement_timeout', 'lock_timeout'] as const) {
+    // Whole numbers from our own constant: nothing outside reaches this text.
+    await client.query(
+      `ALTER ROLE CURRENT_USER IN DATABASE ${database} SET ${setting} = ${Number(POOL_SETTINGS[setting])}`,
+    );
+  }
+}
+
+/**
+ * Role defaults apply to sessions that start later. Behind a transaction-mode pooler, the server
+ * session this migration ran on (opened before the defaults existed, or while waiting for the
+ * lock) would next serve the pool without timeouts: end it, so the pooler opens a fresh one.
+ */
+async function retireIfUntimed(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ name: string; setting: string }>(
+    "SELECT name, setting FROM pg_settings WHERE name IN ('statement_timeout', 'lock_timeout')",
+  );
+  const timed = rows.every(
+    (row) => Number(row.setting) === POOL_SETTINGS[row.name as 'statement_timeout' | 'lock_timeout'],
+  );
+  // The pooler sees its server connection end and drops it; our own client is closed right after.
+  if (!timed) await client.query('SELECT pg_terminate_backend(pg_backend_pid())').catch(() => {});
 }

@@ -5,7 +5,13 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { postgresDriver } from './postgres-driver.ts';
-import { createPool, migratePostgres, query } from './postgres-pool.ts';
+import {
+  createPool,
+  migratePostgres,
+  type PostgresConnection,
+  postgresConnection,
+  query,
+} from './postgres-pool.ts';
 import { postgresThrottleStore } from './postgres-throttle.ts';
 import { GROUP_QUERIES, sqlGroupStore } from './sql/groups.ts';
 import { secretKey, sqlUserStore } from './sql/users.ts';
@@ -64,13 +70,15 @@ export interface PostgresOptions {
   readonly onError?: (err: Error) => void;
 }
 
-/** Opens the PostgreSQL stores on `url`, migrating first unless told not to. */
+/** Opens the PostgreSQL stores, migrating first unless told not to. */
 export async function openPostgresStores(
-  url: string,
+  target: string | PostgresConnection,
   options: PostgresOptions = {},
 ): Promise<Stores & { readonly pool: pg.Pool }> {
-  if (options.migrate !== false) await migratePostgres(url);
-  const pool = createPool(url, options.onError);
+  const connection = typeof target === 'string' ? postgresConnection(target) : target;
+  if (options.migrate !== false) await migratePostgres(connection);
+  const pool = createPool(connection, options.onError);
+  await refuseUnsupportedStartup(pool);
   const driver = postgresDriver(pool);
   return {
     pool,
@@ -86,4 +94,24 @@ export async function openPostgresStores(
       if (!pool.ended) await pool.end();
     },
   };
+}
+
+/**
+ * PgBouncer in transaction mode refuses the pool's timeouts as startup parameters and would then
+ * answer every request 503: say so at start-up instead, with the setting that fixes it (issue 17).
+ * Any other failure (the server still down) is left to the pool, which recovers by itself.
+ */
+async function refuseUnsupportedStartup(pool: pg.Pool): Promise<void> {
+  try {
+    await pool.query('SELECT 1');
+  } catch (err) {
+    const message = err instanceof Error ? err.message : '';
+    if (/unsupported startup parameter/.test(message)) {
+      await pool.end();
+      throw new Error(
+        `PostgreSQL (or a pooler in front of it) refused a connection: ${message}. Behind PgBouncer in transaction mode, set DATABASE_TRANSACTION_POOLER=true.`,
+        { cause: err },
+      );
+    }
+  }
 }

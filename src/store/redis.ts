@@ -17,6 +17,7 @@
 import { Redis, ReplyError } from 'ioredis';
 import { StoreUnavailableError } from '../errors.ts';
 import { SCRIPTS, type ScriptName } from './redis-scripts.ts';
+import { parseRedisTarget, type RedisTarget, redisTlsOptions } from './redis-url.ts';
 import type { SessionStore, ThrottleStore } from './types.ts';
 
 export const DEFAULT_KEY_PREFIX = 'clubhouse:';
@@ -233,16 +234,69 @@ export interface RedisStoreOptions {
   readonly onError?: (err: Error) => void;
 }
 
-/** Connects to `url` and returns the Redis session and throttle stores; fails when Redis is down. */
-export async function openRedisStores(url: string, options: RedisStoreOptions = {}): Promise<RedisStores> {
-  const client = new Redis(url, REDIS_SETTINGS);
+/**
+ * Sentinel (issue 17): ask the sentinels for the primary on every (re)connect, and drop a connection
+ * to a primary that was demoted (READONLY): the next connection goes to the new one. Commands in
+ * between fail at once (503), never queue. (ioredis's failoverDetector is left off: its sentinel
+ * subscribers outlive quit() and reconnect forever.)
+ */
+const SENTINEL_SETTINGS = {
+  role: 'master',
+  sentinelRetryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
+  sentinelCommandTimeout: 2000,
+  reconnectOnError: (err: Error) => /^READONLY\b/.test(err.message),
+} as const;
+
+/** Longest start-up wait for a first connection (ioredis itself retries a sentinel list forever). */
+const FIRST_CONNECT_DEADLINE_MS = 10_000;
+
+function createClient(target: RedisTarget): Redis {
+  if (target.kind === 'sentinel') {
+    return new Redis({
+      ...REDIS_SETTINGS,
+      ...SENTINEL_SETTINGS,
+      sentinels: target.sentinels.map(({ host, port }) => ({ host, port })),
+      name: target.name,
+    });
+  }
+  const tls = redisTlsOptions(target);
+  return new Redis(target.url, tls === undefined ? REDIS_SETTINGS : { ...REDIS_SETTINGS, tls });
+}
+
+/** Connects and returns the Redis session and throttle stores; fails when Redis is down. */
+export async function openRedisStores(
+  target: string | RedisTarget,
+  options: RedisStoreOptions = {},
+): Promise<RedisStores> {
+  const parsed = typeof target === 'string' ? parseRedisTarget(target, null) : { ok: true as const, target };
+  if (!parsed.ok) throw new Error(`${parsed.variable}: ${parsed.message}`);
+  const client = createClient(parsed.target);
   // Without a listener every reconnect attempt would print "Unhandled error event".
   client.on('error', options.onError ?? (() => {}));
+  // ioredis rejects connect() with "Connection is closed."; the reason (a refused certificate,
+  // say) came as an 'error' event first, and is what an operator needs to read.
+  let reason: Error | undefined;
+  const remember = (err: Error) => {
+    reason = err;
+  };
+  client.on('error', remember);
+  let deadline: NodeJS.Timeout | undefined;
   try {
-    await client.connect();
+    await Promise.race([
+      client.connect(),
+      new Promise((_, reject) => {
+        deadline = setTimeout(
+          () => reject(new Error(`no Redis primary after ${FIRST_CONNECT_DEADLINE_MS} ms`)),
+          FIRST_CONNECT_DEADLINE_MS,
+        );
+      }),
+    ]);
   } catch (err) {
     client.disconnect();
-    throw new StoreUnavailableError('sessions', { cause: err });
+    throw new StoreUnavailableError('sessions', { cause: reason ?? err });
+  } finally {
+    clearTimeout(deadline);
+    client.removeListener('error', remember);
   }
   const k = keys(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
   const run = defineScripts(client);

@@ -167,6 +167,12 @@ export interface GroupStore {
   exportData(): Promise<ImportData>;
 }
 
+/**
+ * How a store is reached (issue 17): TLS with the server's certificate and name checked, TLS without
+ * checks (sslmode=require, asked for by name), no TLS, or a local file (SQLite).
+ */
+export type TlsState = 'verified' | 'not verified' | 'off' | 'local';
+
 /** Everything the service keeps, opened from the settings. */
 export interface Stores {
   readonly users: UserStore;
@@ -177,5 +183,7 @@ export interface Stores {
   secretKey(): Promise<Buffer>;
   /** Throws when a store cannot answer; names it. */
   ping(): Promise<void>;
+  /** The TLS state of the connection to each store, for /readyz (absent: not known). */
+  readonly tls?: { readonly database: TlsState; readonly sessions: TlsState };
   close(): Promise<void>;
 }

@@ -3,7 +3,8 @@
 // CLUBHOUSE_TEST_STORE picks the stores (api-postgres.test.ts and api-redis.test.ts set it, then
 // import the API suites): sqlite (default, a fresh file), postgres (a fresh database on the
 // harness PostgreSQL), redis (sessions in Redis under a fresh key prefix, the rest in SQLite) or
-// redis-postgres (both).
+// redis-postgres (both), or pgbouncer (a fresh database reached through PgBouncer in transaction
+// mode, as the README's scale-out recipe runs it).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,12 +22,13 @@ import { createLogger } from '../../src/logger.ts';
 import { openStores } from '../../src/store/open.ts';
 import type { Stores } from '../../src/store/types.ts';
 import type { Dovecot } from './dovecot.ts';
+import { startPgBouncer } from './pgbouncer.ts';
 import { startPostgres, type TestPostgres } from './postgres.ts';
 import { startRedis } from './redis.ts';
 import { dumpOutput, recordSecrets } from './secrets.ts';
 
-export type TestStoreKind = 'sqlite' | 'postgres' | 'redis' | 'redis-postgres';
-const KINDS: readonly TestStoreKind[] = ['sqlite', 'postgres', 'redis', 'redis-postgres'];
+export type TestStoreKind = 'sqlite' | 'postgres' | 'redis' | 'redis-postgres' | 'pgbouncer';
+const KINDS: readonly TestStoreKind[] = ['sqlite', 'postgres', 'redis', 'redis-postgres', 'pgbouncer'];
 
 /** The stores startTestApp uses in this process (read when called: importers set it first). */
 export function testStore(): TestStoreKind {
@@ -44,6 +46,7 @@ export function unlessSqlite(what: string): string | false {
 
 // One PostgreSQL handle per process: a private server (when none answers on 5432) starts once.
 let postgres: Promise<TestPostgres> | undefined;
+let pgbouncer: Promise<TestPostgres> | undefined;
 
 /** Settings (and their clean-up) for the stores of `testStore()`; `dir` holds a SQLite file. */
 async function storeEnvironment(
@@ -56,6 +59,13 @@ async function storeEnvironment(
     postgres ??= startPostgres();
     const database = await (await postgres).createDatabase();
     env['DATABASE_URL'] = database.url;
+    drops.push(() => database.drop());
+  }
+  if (kind === 'pgbouncer') {
+    pgbouncer ??= startPostgres().then(startPgBouncer);
+    const database = await (await pgbouncer).createDatabase();
+    env['DATABASE_URL'] = database.url;
+    env['DATABASE_TRANSACTION_POOLER'] = 'true';
     drops.push(() => database.drop());
   }
   if (kind === 'redis' || kind === 'redis-postgres') {
@@ -147,6 +157,9 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       },
     };
     const storeEnv: Record<string, string> = { DATABASE_URL: config.databaseUrl };
+    if (config.databaseCaFile !== null) storeEnv['DATABASE_CA_FILE'] = config.databaseCaFile;
+    if (config.databaseTransactionPooler) storeEnv['DATABASE_TRANSACTION_POOLER'] = 'true';
+    if (config.redisCaFile !== null) storeEnv['REDIS_CA_FILE'] = config.redisCaFile;
     if (config.sessionStore !== null) {
       storeEnv['SESSION_STORE'] = config.sessionStore;
       storeEnv['REDIS_KEY_PREFIX'] = config.redisKeyPrefix;

@@ -2,7 +2,7 @@
 // answers (fast), else a private instance in a temp dir. Each test gets its
 // own database, so parallel test files never see each other's rows.
 import { randomBytes } from 'node:crypto';
-import { chown, mkdtemp } from 'node:fs/promises';
+import { chmod, chown, copyFile, mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -41,12 +41,17 @@ export interface TestPostgres {
 export interface PostgresOptions {
   /** Start a private instance even if a server answers on 5432 (for stop/start tests). */
   private?: boolean;
+  /** Private, with ssl=on and this certificate (issue 17); the key is copied for the server's user. */
+  tls?: { certFile: string; keyFile: string };
+  /** Private: listen_addresses (default 127.0.0.1), e.g. a second loopback address for name checks. */
+  listenAddresses?: string;
 }
 
 /** Returns the shared PostgreSQL on 5432 if it answers (unless `private`), else starts one. */
 export async function startPostgres(options: PostgresOptions = {}): Promise<TestPostgres> {
-  if (!options.private && (await answers(SHARED_URL))) return handle(SHARED_URL, false);
-  return startPrivatePostgres();
+  const wantsPrivate = options.private || options.tls !== undefined || options.listenAddresses !== undefined;
+  if (!wantsPrivate && (await answers(SHARED_URL))) return handle(SHARED_URL, false);
+  return startPrivatePostgres(options);
 }
 
 /** Wraps a server URL with database bookkeeping; `server` is set for a private one. */
@@ -112,7 +117,7 @@ interface PrivateServer {
   destroy(): Promise<void>;
 }
 
-async function startPrivatePostgres(): Promise<TestPostgres> {
+async function startPrivatePostgres(options: PostgresOptions): Promise<TestPostgres> {
   await ensureDebianPackage(INITDB_GLOB, 'postgresql');
   const binDir = newestBinDir();
   // initdb and postgres refuse to run as root; the package's postgres user owns everything.
@@ -129,6 +134,18 @@ async function startPrivatePostgres(): Promise<TestPostgres> {
       asPostgres,
     );
     if ((await initdb.exited) !== 0) throw new Error(`initdb failed:\n${await initdb.finalOutput()}`);
+    const tlsArgs: string[] = [];
+    if (options.tls !== undefined) {
+      // PostgreSQL refuses a key that others can read or that it does not own.
+      const certFile = path.join(dir, 'server.pem');
+      const keyFile = path.join(dir, 'server.key');
+      await copyFile(options.tls.certFile, certFile);
+      await copyFile(options.tls.keyFile, keyFile);
+      await chmod(keyFile, 0o600);
+      for (const file of [certFile, keyFile]) await chown(file, owner.uid, owner.gid);
+      tlsArgs.push('-c', 'ssl=on', '-c', `ssl_cert_file=${certFile}`, '-c', `ssl_key_file=${keyFile}`);
+    }
+    const listen = options.listenAddresses ?? '127.0.0.1';
 
     let port = 0;
     let server: ManagedChild | undefined;
@@ -144,7 +161,8 @@ async function startPrivatePostgres(): Promise<TestPostgres> {
           '-k',
           dir,
           '-c',
-          'listen_addresses=127.0.0.1',
+          `listen_addresses=${listen}`,
+          ...tlsArgs,
           '-c',
           'fsync=off',
           '-c',

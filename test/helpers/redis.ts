@@ -25,6 +25,8 @@ export interface TestRedis {
   stop(): Promise<void>;
   /** True when this handle started its own server. */
   private: boolean;
+  /** rediss://127.0.0.1:<tls port> when started with `tls` (issue 17), else null. */
+  tlsUrl: string | null;
   /** Private only: shuts the server down; connections are refused until startServer(). */
   stopServer?(): Promise<void>;
   /** Private only: starts the server again on the same port (empty: nothing is saved). */
@@ -34,19 +36,25 @@ export interface TestRedis {
 export interface RedisOptions {
   /** Start a private redis-server even if one answers on 6379 (for stop/start tests). */
   private?: boolean;
+  /** Private, with a tls-port serving this certificate besides the plain port (issue 17). */
+  tls?: { certFile: string; keyFile: string; caFile: string };
+  /** Private: the addresses to bind (default 127.0.0.1), e.g. a second one for name checks. */
+  bind?: string;
 }
 
 /** Returns the shared Redis on 6379 if it answers PING (unless `private`), else starts one. */
 export async function startRedis(options: RedisOptions = {}): Promise<TestRedis> {
-  if (!options.private && (await answersPing(SHARED_PORT))) return handle(SHARED_PORT, false);
-  return startPrivateRedis();
+  const wantsPrivate = options.private || options.tls !== undefined || options.bind !== undefined;
+  if (!wantsPrivate && (await answersPing(SHARED_PORT))) return handle(SHARED_PORT, false);
+  return startPrivateRedis(options);
 }
 
-function handle(port: number, isPrivate: boolean, server?: PrivateServer): TestRedis {
+function handle(port: number, isPrivate: boolean, server?: PrivateServer, tlsPort?: number): TestRedis {
   const prefixes: string[] = [];
   const result: TestRedis = {
     url: `redis://127.0.0.1:${port}`,
     private: isPrivate,
+    tlsUrl: tlsPort === undefined ? null : `rediss://127.0.0.1:${tlsPort}`,
     keyPrefix() {
       const prefix = `test:${randomBytes(6).toString('hex')}:`;
       prefixes.push(prefix);
@@ -116,20 +124,39 @@ interface PrivateServer {
   destroy(): Promise<void>;
 }
 
-async function startPrivateRedis(): Promise<TestRedis> {
+async function startPrivateRedis(options: RedisOptions): Promise<TestRedis> {
   await ensureDebianPackage(REDIS_BIN, 'redis-server');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'clubhouse-redis-'));
   removeOnExit(dir);
   try {
     let port = 0;
+    let tlsPort: number | undefined;
     let server: ManagedChild | undefined;
     const startServer = async (): Promise<void> => {
+      const tls = options.tls;
+      const tlsArgs =
+        tls === undefined || tlsPort === undefined
+          ? []
+          : [
+              '--tls-port',
+              String(tlsPort),
+              '--tls-cert-file',
+              tls.certFile,
+              '--tls-key-file',
+              tls.keyFile,
+              '--tls-ca-cert-file',
+              tls.caFile,
+              // Clients prove nothing: clubhouse verifies the server, not the other way round.
+              '--tls-auth-clients',
+              'no',
+            ];
       // Nothing is persisted; --dir keeps any stray file out of the cwd.
       server = spawnManaged(REDIS_BIN, [
         '--port',
         String(port),
         '--bind',
-        '127.0.0.1',
+        ...(options.bind ?? '127.0.0.1').split(' '),
+        ...tlsArgs,
         '--save',
         '',
         '--appendonly',
@@ -141,6 +168,7 @@ async function startPrivateRedis(): Promise<TestRedis> {
     };
     for (let attempt = 1; ; attempt++) {
       port = await freePort();
+      if (options.tls !== undefined) tlsPort = await freePort();
       try {
         await startServer();
         break;
@@ -153,17 +181,22 @@ async function startPrivateRedis(): Promise<TestRedis> {
     }
     const stopServer = async (): Promise<void> => server?.stop();
     let destroyed: Promise<void> | undefined;
-    return handle(port, true, {
-      stopServer,
-      startServer: async () => {
-        if (server?.running()) return;
-        await startServer();
+    return handle(
+      port,
+      true,
+      {
+        stopServer,
+        startServer: async () => {
+          if (server?.running()) return;
+          await startServer();
+        },
+        destroy() {
+          destroyed ??= stopServer().then(() => removeNow(dir));
+          return destroyed;
+        },
       },
-      destroy() {
-        destroyed ??= stopServer().then(() => removeNow(dir));
-        return destroyed;
-      },
-    });
+      tlsPort,
+    );
   } catch (error) {
     removeNow(dir);
     throw error;

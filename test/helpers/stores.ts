@@ -148,9 +148,15 @@ function postgresDatabase(server: TestPostgres): Database {
   };
 }
 
-function backend(name: string, database: Database, redis?: TestRedis): StoreBackend {
+function backend(
+  name: string,
+  database: Database,
+  redis?: TestRedis,
+  extra: Partial<StoreSettings> = {},
+): StoreBackend {
   let prefix = '';
   const settings = (): StoreSettings => ({
+    ...extra,
     databaseUrl: database.settings.databaseUrl,
     sqliteBusyTimeoutMs: 5000,
     sessionStore: redis === undefined ? null : redis.url,
@@ -183,5 +189,14 @@ export function storeBackends(postgres: TestPostgres, redis: TestRedis): StoreBa
     backend('PostgreSQL', postgresDatabase(postgres)),
     backend('Redis sessions over SQLite', sqliteDatabase(), redis),
     backend('Redis sessions over PostgreSQL', postgresDatabase(postgres), redis),
+  ];
+}
+
+/** PostgreSQL, and Redis sessions over it, with the database reached through PgBouncer (issue 17). */
+export function pgbouncerBackends(pgbouncer: TestPostgres, redis: TestRedis): StoreBackend[] {
+  const pooled = { databaseTransactionPooler: true };
+  return [
+    backend('PostgreSQL through PgBouncer', postgresDatabase(pgbouncer), undefined, pooled),
+    backend('Redis sessions over PostgreSQL through PgBouncer', postgresDatabase(pgbouncer), redis, pooled),
   ];
 }

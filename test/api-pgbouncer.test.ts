@@ -1,0 +1,72 @@
+// Issue 17: the API suites and the store contract again, through PgBouncer in transaction mode in
+// front of PostgreSQL (helpers/pgbouncer.ts), the README's recipe for many instances. Every
+// startTestApp below gets a fresh database reached through the bouncer. Imported, not copied; its
+// own process under node --test. (The static imports below read no settings when loaded.)
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type pg from 'pg';
+import { loadConfig } from '../src/config.ts';
+import { StoreUnavailableError } from '../src/errors.ts';
+import { openStores } from '../src/store/open.ts';
+import { query } from '../src/store/postgres-pool.ts';
+import { startPgBouncer, type TestPgBouncer } from './helpers/pgbouncer.ts';
+import type { TestDatabase } from './helpers/postgres.ts';
+import { startPostgres } from './helpers/postgres.ts';
+
+process.env['CLUBHOUSE_TEST_STORE'] = 'pgbouncer';
+
+await import('./auth-login.test.ts');
+await import('./auth-throttle.test.ts');
+await import('./auth-csrf.test.ts');
+await import('./session-lifecycle.test.ts');
+await import('./groups.test.ts');
+await import('./wire.test.ts');
+await import('./store-contract.test.ts');
+
+// What only PgBouncer shows: the server-side timeouts still apply (as role defaults that migrate
+// sets, not startup parameters), and forgetting DATABASE_TRANSACTION_POOLER fails at start-up.
+
+describe('PgBouncer in transaction mode (issue 17)', () => {
+  let bouncer: TestPgBouncer;
+  let db: TestDatabase;
+  before(async () => {
+    bouncer = await startPgBouncer(await startPostgres());
+    db = await bouncer.createDatabase();
+  });
+  after(async () => {
+    await db?.drop();
+    await bouncer?.stop();
+  });
+
+  test('a statement past statement_timeout is cancelled by the server (57014): 503, not a hang', async () => {
+    const stores = await openStores(
+      loadConfig({ DATABASE_URL: db.url, DATABASE_TRANSACTION_POOLER: 'true' }),
+    );
+    try {
+      const pool = (stores as unknown as { pool: pg.Pool }).pool;
+      // Several at once, so PgBouncer hands out several server connections, the migration's among them.
+      const seen = await Promise.all(
+        Array.from({ length: 6 }, () =>
+          pool.query<{ s: string; l: string }>(
+            "SELECT current_setting('statement_timeout') AS s, current_setting('lock_timeout') AS l, pg_sleep(0.2)",
+          ),
+        ),
+      );
+      for (const { rows } of seen) assert.deepEqual({ ...rows[0] }, { s: '5s', l: '3s', pg_sleep: '' });
+      await assert.rejects(query(pool, 'SELECT pg_sleep(30)'), (err: unknown) => {
+        assert.ok(err instanceof StoreUnavailableError);
+        assert.equal((err.cause as { code?: string }).code, '57014');
+        return true;
+      });
+    } finally {
+      await stores.close();
+    }
+  });
+
+  test('without DATABASE_TRANSACTION_POOLER, start-up fails and names the setting', async () => {
+    await assert.rejects(
+      openStores(loadConfig({ DATABASE_URL: db.url })),
+      /unsupported startup parameter: statement_timeout.*set DATABASE_TRANSACTION_POOLER=true/,
+    );
+  });
+});
