@@ -1,6 +1,8 @@
 // npm run bench: seeds SQLite with 1 000 000 sessions, starts the harness Dovecot, clubhouse and a
 // bare node:http baseline, loads them with wrk (and a login loop), and writes bench/results/latest.md.
-// BENCH_QUICK=1 shortens every round for a smoke run.
+// BENCH_QUICK=1 shortens every round for a smoke run. BENCH_ONLY=login,memory (a comma-separated
+// subset of check, login, size, workers, memory) runs only those cases at the real schedule, for a
+// focused before/after figure; its report goes to bench/results/only-<cases>.md.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -48,9 +50,20 @@ const SMALL: SeedPlan = {
   groups: 1_000,
   groupsPerUser: 20,
 };
+const CASES = ['check', 'login', 'size', 'workers', 'memory'] as const;
+const ONLY = (process.env['BENCH_ONLY'] ?? '').split(',').filter((name) => name !== '');
+for (const name of ONLY) {
+  if (!(CASES as readonly string[]).includes(name)) throw new Error(`BENCH_ONLY: unknown case ${name}`);
+}
+/** Whether the case group `name` runs in this invocation. */
+const runs = (name: (typeof CASES)[number]): boolean => ONLY.length === 0 || ONLY.includes(name);
 const ROOT = path.join(import.meta.dirname, '..');
-// A smoke run must not overwrite the figures of a real one.
-const RESULTS = path.join(import.meta.dirname, 'results', QUICK ? 'quick.md' : 'latest.md');
+// A smoke or focused run must not overwrite the figures of a full one.
+const RESULTS = path.join(
+  import.meta.dirname,
+  'results',
+  QUICK ? 'quick.md' : ONLY.length > 0 ? `only-${ONLY.join('-')}.md` : 'latest.md',
+);
 
 function log(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -147,6 +160,9 @@ async function main(cleanup: Cleanup): Promise<string> {
   const clubhouseRss = new RssSampler(clubhouse.pid);
   const baselineRss = new RssSampler(baseline.pid);
   await sanityCheck(clubhouse, big.loadFile);
+  // Idle: started, one sanity request served, no load yet (what a quiet instance holds).
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const idleMemory = memoryOf(clubhouse.pid);
   const headerDiff = await headerDifference(baseline, clubhouse, big.loadFile);
 
   const cases: CaseRow[] = [];
@@ -163,260 +179,299 @@ async function main(cleanup: Cleanup): Promise<string> {
     );
   };
 
-  const checkValid = await versus(
-    'GET /api/auth/check, valid session (rotating 10 000)',
-    'check.lua',
-    '/api/auth/check',
-  );
-  const checkP99 = medianRound(checkValid.subject).p99Ms;
-  cases.push(
-    row(
-      'GET /api/auth/check, valid session (10 000 rotating)',
-      checkValid,
-      [
-        atLeast('≥ 0.60× baseline', ratioOf(checkValid), 0.6),
-        { target: 'p99 ≤ 10 ms', actual: `${fixed(checkP99, 2)} ms`, pass: checkP99 <= 10 },
-      ],
-      unexpectedErrors(checkValid, false),
-    ),
-  );
+  let checkValid: Comparison | null = null;
+  if (runs('check')) {
+    checkValid = await versus(
+      'GET /api/auth/check, valid session (rotating 10 000)',
+      'check.lua',
+      '/api/auth/check',
+    );
+    const checkP99 = medianRound(checkValid.subject).p99Ms;
+    cases.push(
+      row(
+        'GET /api/auth/check, valid session (10 000 rotating)',
+        checkValid,
+        [
+          atLeast('≥ 0.60× baseline', ratioOf(checkValid), 0.6),
+          { target: 'p99 ≤ 10 ms', actual: `${fixed(checkP99, 2)} ms`, pass: checkP99 <= 10 },
+        ],
+        unexpectedErrors(checkValid, false),
+      ),
+    );
 
-  const noCookie = await versus('GET /api/auth/check, no cookie', 'no-cookie.lua', '/api/auth/check');
-  cases.push(
-    row(
-      'GET /api/auth/check, no cookie (403 expected)',
-      noCookie,
-      [atLeast('≥ 0.85× baseline', ratioOf(noCookie), 0.85)],
-      unexpectedErrors(noCookie, true),
-    ),
-  );
+    const noCookie = await versus('GET /api/auth/check, no cookie', 'no-cookie.lua', '/api/auth/check');
+    cases.push(
+      row(
+        'GET /api/auth/check, no cookie (403 expected)',
+        noCookie,
+        [atLeast('≥ 0.85× baseline', ratioOf(noCookie), 0.85)],
+        unexpectedErrors(noCookie, true),
+      ),
+    );
 
-  const list = await versus('GET /api/group/', 'group-list.lua', '/api/group/');
-  cases.push(
-    row(
-      'GET /api/group/ (20 groups each)',
-      list,
-      [atLeast('≥ 0.45× baseline', ratioOf(list), 0.45)],
-      unexpectedErrors(list, false),
-    ),
-  );
+    const list = await versus('GET /api/group/', 'group-list.lua', '/api/group/');
+    cases.push(
+      row(
+        'GET /api/group/ (20 groups each)',
+        list,
+        [atLeast('≥ 0.45× baseline', ratioOf(list), 0.45)],
+        unexpectedErrors(list, false),
+      ),
+    );
 
-  const detail = await versus('GET /api/group/{id}', 'group-detail.lua', '/api/group/1');
-  cases.push(
-    row(
-      'GET /api/group/{id} (own groups)',
-      detail,
-      [atLeast('≥ 0.45× baseline', ratioOf(detail), 0.45)],
-      unexpectedErrors(detail, false),
-    ),
-  );
+    const detail = await versus('GET /api/group/{id}', 'group-detail.lua', '/api/group/1');
+    cases.push(
+      row(
+        'GET /api/group/{id} (own groups)',
+        detail,
+        [atLeast('≥ 0.45× baseline', ratioOf(detail), 0.45)],
+        unexpectedErrors(detail, false),
+      ),
+    );
+  }
 
-  log(`POST /api/auth/login + logout vs raw IMAP LOGIN/LOGOUT, ${LOGIN_CONCURRENCY} at once`);
-  const rawFailures: Record<string, number> = {};
-  const loginFailures: Record<string, number> = {};
-  const rawAuthMs: number[] = [];
-  const logoutMs: number[] = [];
-  const login = await compare(
-    {
-      label: 'raw IMAP',
-      measure: (seconds) =>
-        withCpu(dovecotMaster, true, async () => {
-          const result = await loginLoad('imap', [
-            'localhost',
-            String(dovecot.tlsPort),
-            dovecot.caFile,
-            String(LOGIN_CONCURRENCY),
-            String(seconds),
-          ]);
-          rawAuthMs.push(result.secondaryP50Ms);
-          return loginRound(result, rawFailures);
-        }),
-    },
-    {
-      label: 'clubhouse',
-      measure: (seconds) =>
-        withCpu(clubhouse.pid, false, async () => {
-          const result = await loginLoad('http', [clubhouse.url, String(LOGIN_CONCURRENCY), String(seconds)]);
-          assertRunning(clubhouse);
-          logoutMs.push(result.secondaryP50Ms);
-          return loginRound(result, loginFailures);
-        }),
-    },
-    SCHEDULE,
-    log,
-  );
-  const ownTime = medianRound(login.subject).p50Ms - medianRound(login.reference).p50Ms;
-  const failureText = (failures: Record<string, number>) =>
-    Object.entries(failures)
-      .map(([reason, n]) => `${n}× ${reason}`)
-      .join(', ');
-  const loginNotes = [
-    `the service's own time per login ≈ clubhouse login p50 − raw IMAP session p50 = ${fixed(ownTime, 1)} ms. ` +
-      'Approximate: the raw loop (TLS, greeting, LOGIN, LOGOUT; its LOGIN alone took ' +
-      `${fixed(median(rawAuthMs), 1)} ms p50) is the least an IMAP check costs, while imapflow also sends ` +
-      'CAPABILITY, ID and NAMESPACE before its LOGOUT, and everything shares 2 cores with Dovecot, whose ' +
-      "per-login processes are the bottleneck (Reference server CPU of this case is Dovecot's).",
-    `rates count logins; each clubhouse login is followed by a logout request (p50 ${fixed(median(logoutMs), 1)} ms), ` +
-      'each raw session by LOGOUT',
-  ];
-  if (Object.keys(loginFailures).length > 0)
-    loginNotes.push(`failed clubhouse logins: ${failureText(loginFailures)}`);
-  if (Object.keys(rawFailures).length > 0)
-    loginNotes.push(`failed raw IMAP sessions: ${failureText(rawFailures)}`);
-  cases.push(
-    row(
-      `POST /api/auth/login + logout (${LOGIN_CONCURRENCY} at once)`,
-      login,
-      [atLeast('≥ 0.85× raw IMAP rate', ratioOf(login), 0.85)],
-      loginNotes,
-      'logins/s',
-    ),
-  );
+  let loginRss: RssSampler | null = null;
+  if (runs('login')) {
+    log(`POST /api/auth/login + logout vs raw IMAP LOGIN/LOGOUT, ${LOGIN_CONCURRENCY} at once`);
+    loginRss = new RssSampler(clubhouse.pid, 100);
+    const rawFailures: Record<string, number> = {};
+    const loginFailures: Record<string, number> = {};
+    const rawAuthMs: number[] = [];
+    const logoutMs: number[] = [];
+    const login = await compare(
+      {
+        label: 'raw IMAP',
+        measure: (seconds) =>
+          withCpu(dovecotMaster, true, async () => {
+            const result = await loginLoad('imap', [
+              'localhost',
+              String(dovecot.tlsPort),
+              dovecot.caFile,
+              String(LOGIN_CONCURRENCY),
+              String(seconds),
+            ]);
+            rawAuthMs.push(result.secondaryP50Ms);
+            return loginRound(result, rawFailures);
+          }),
+      },
+      {
+        label: 'clubhouse',
+        measure: (seconds) =>
+          withCpu(clubhouse.pid, false, async () => {
+            const result = await loginLoad('http', [
+              clubhouse.url,
+              String(LOGIN_CONCURRENCY),
+              String(seconds),
+            ]);
+            assertRunning(clubhouse);
+            logoutMs.push(result.secondaryP50Ms);
+            return loginRound(result, loginFailures);
+          }),
+      },
+      SCHEDULE,
+      log,
+    );
+    loginRss.stop();
+    const ownTime = medianRound(login.subject).p50Ms - medianRound(login.reference).p50Ms;
+    const failureText = (failures: Record<string, number>) =>
+      Object.entries(failures)
+        .map(([reason, n]) => `${n}× ${reason}`)
+        .join(', ');
+    const loginNotes = [
+      `the service's own time per login ≈ clubhouse login p50 − raw IMAP session p50 = ${fixed(ownTime, 1)} ms. ` +
+        'Approximate: the raw loop (TLS, greeting, LOGIN, LOGOUT; its LOGIN alone took ' +
+        `${fixed(median(rawAuthMs), 1)} ms p50) is the least an IMAP check costs; clubhouse's client ` +
+        '(src/imap-client.ts) adds one CAPABILITY round trip after the greeting, and everything shares ' +
+        "2 cores with Dovecot, whose per-login processes are the bottleneck (Reference server CPU of this case is Dovecot's).",
+      `rates count logins; each clubhouse login is followed by a logout request (p50 ${fixed(median(logoutMs), 1)} ms), ` +
+        'each raw session by LOGOUT',
+    ];
+    if (Object.keys(loginFailures).length > 0)
+      loginNotes.push(`failed clubhouse logins: ${failureText(loginFailures)}`);
+    if (Object.keys(rawFailures).length > 0)
+      loginNotes.push(`failed raw IMAP sessions: ${failureText(rawFailures)}`);
+    cases.push(
+      row(
+        `POST /api/auth/login + logout (${LOGIN_CONCURRENCY} at once)`,
+        login,
+        [atLeast('≥ 0.90× raw IMAP rate', ratioOf(login), 0.9)],
+        loginNotes,
+        'logins/s',
+      ),
+    );
+  }
 
-  log('GET /api/auth/check with 1 000 sessions seeded vs 1 000 000 (the same 1 000-session working set)');
-  const clubhouseSmall = await startClubhouse('clubhouse (1 000 sessions)', small.path, dovecot, 1);
-  cleanup.servers.push(clubhouseSmall);
-  const smallRss = new RssSampler(clubhouseSmall.pid);
-  await sanityCheck(clubhouseSmall, small.loadFile);
-  const size = await compare(
-    {
-      label: '1 000 sessions',
-      measure: wrkLoad(clubhouseSmall, 'check.lua', '/api/auth/check', small.loadFile),
-    },
-    { label: '1 000 000 sessions', measure: wrkLoad(clubhouse, 'check.lua', '/api/auth/check', big1k) },
-    SCHEDULE,
-    log,
-  );
-  const sizeRatio = ratioOf(size);
-  cases.push(
-    row(
-      'GET /api/auth/check, 1 000 000 sessions vs 1 000',
-      size,
-      [{ target: 'within 10 %', actual: `${fixed(sizeRatio, 2)}×`, pass: Math.abs(sizeRatio - 1) <= 0.1 }],
-      ['both rotate over 1 000 sessions, so only the size of the table differs'],
-    ),
-  );
-  smallRss.stop();
-  const smallMemory = memoryOf(clubhouseSmall.pid);
-  await stopServer(cleanup, clubhouseSmall);
+  let smallMemory: ReturnType<typeof memoryOf> | null = null;
+  let smallRss: RssSampler | null = null;
+  if (runs('size')) {
+    log('GET /api/auth/check with 1 000 sessions seeded vs 1 000 000 (the same 1 000-session working set)');
+    const clubhouseSmall = await startClubhouse('clubhouse (1 000 sessions)', small.path, dovecot, 1);
+    cleanup.servers.push(clubhouseSmall);
+    smallRss = new RssSampler(clubhouseSmall.pid);
+    await sanityCheck(clubhouseSmall, small.loadFile);
+    const size = await compare(
+      {
+        label: '1 000 sessions',
+        measure: wrkLoad(clubhouseSmall, 'check.lua', '/api/auth/check', small.loadFile),
+      },
+      { label: '1 000 000 sessions', measure: wrkLoad(clubhouse, 'check.lua', '/api/auth/check', big1k) },
+      SCHEDULE,
+      log,
+    );
+    const sizeRatio = ratioOf(size);
+    cases.push(
+      row(
+        'GET /api/auth/check, 1 000 000 sessions vs 1 000',
+        size,
+        [{ target: 'within 10 %', actual: `${fixed(sizeRatio, 2)}×`, pass: Math.abs(sizeRatio - 1) <= 0.1 }],
+        ['both rotate over 1 000 sessions, so only the size of the table differs'],
+      ),
+    );
+    smallRss.stop();
+    smallMemory = memoryOf(clubhouseSmall.pid);
+    await stopServer(cleanup, clubhouseSmall);
+  }
 
   baselineRss.stop();
   const baselineMemory = memoryOf(baseline.pid);
   await stopServer(cleanup, baseline);
 
-  log('WORKERS=2: GET /api/auth/check, valid session');
-  const baseline2 = await startBaseline('baseline WORKERS=2', 2);
-  cleanup.servers.push(baseline2);
-  let clubhouse2: Server | null = null;
-  let workersProblem = '';
-  try {
-    clubhouse2 = await startClubhouse('clubhouse WORKERS=2', big.path, dovecot, 2);
-    cleanup.servers.push(clubhouse2);
-    await sanityCheck(clubhouse2, big.loadFile);
-  } catch (err) {
-    workersProblem = (err instanceof Error ? err.message : String(err))
-      .split('\n')
-      .slice(0, 3)
-      .join(' ')
-      .slice(0, 300);
-    log(`WORKERS=2 not available: ${workersProblem}`);
-  }
-  let workersMemory: MemoryRow;
-  if (clubhouse2 !== null && workersProblem === '') {
-    const server = clubhouse2;
-    const rss = new RssSampler(server.pid);
-    // The 1-process clubhouse runs in the same rounds, so the scaling figure is not skewed by
-    // whatever else the machine did during the first case.
-    const [reference, subject, single] = (await alternate(
-      [
-        {
-          label: 'baseline WORKERS=2',
-          measure: wrkLoad(baseline2, 'check.lua', '/api/auth/check', big.loadFile),
-        },
-        {
-          label: 'clubhouse WORKERS=2',
-          measure: wrkLoad(server, 'check.lua', '/api/auth/check', big.loadFile),
-        },
-        {
-          label: 'clubhouse 1 process',
-          measure: wrkLoad(clubhouse, 'check.lua', '/api/auth/check', big.loadFile),
-        },
-      ],
-      SCHEDULE,
-      log,
-    )) as [Side, Side, Side];
-    rss.stop();
-    const workers: Comparison = { reference, subject, ratios: ratiosOf(subject, reference) };
-    const scaling = ratiosOf(subject, single);
-    const vsSingle = median(scaling);
-    cases.push(
-      row(
-        'WORKERS=2: GET /api/auth/check, valid session',
-        workers,
+  let workersMemory: MemoryRow | null = null;
+  if (runs('workers')) {
+    log('WORKERS=2: GET /api/auth/check, valid session');
+    const baseline2 = await startBaseline('baseline WORKERS=2', 2);
+    cleanup.servers.push(baseline2);
+    let clubhouse2: Server | null = null;
+    let workersProblem = '';
+    try {
+      clubhouse2 = await startClubhouse('clubhouse WORKERS=2', big.path, dovecot, 2);
+      cleanup.servers.push(clubhouse2);
+      await sanityCheck(clubhouse2, big.loadFile);
+    } catch (err) {
+      workersProblem = (err instanceof Error ? err.message : String(err))
+        .split('\n')
+        .slice(0, 3)
+        .join(' ')
+        .slice(0, 300);
+      log(`WORKERS=2 not available: ${workersProblem}`);
+    }
+    if (clubhouse2 !== null && workersProblem === '') {
+      const server = clubhouse2;
+      const rss = new RssSampler(server.pid);
+      // The 1-process clubhouse runs in the same rounds, so the scaling figure is not skewed by
+      // whatever else the machine did during the first case.
+      const [reference, subject, single] = (await alternate(
         [
-          atLeast('≥ 1.25× the 1-process check', vsSingle, 1.25),
-          { target: 'vs 2-process baseline', actual: `${fixed(ratioOf(workers), 2)}×`, pass: null },
+          {
+            label: 'baseline WORKERS=2',
+            measure: wrkLoad(baseline2, 'check.lua', '/api/auth/check', big.loadFile),
+          },
+          {
+            label: 'clubhouse WORKERS=2',
+            measure: wrkLoad(server, 'check.lua', '/api/auth/check', big.loadFile),
+          },
+          {
+            label: 'clubhouse 1 process',
+            measure: wrkLoad(clubhouse, 'check.lua', '/api/auth/check', big.loadFile),
+          },
         ],
-        [
-          `the 1-process clubhouse in the same rounds: ${Math.round(medianRound(single).rate)} req/s ` +
-            `(p99 ${fixed(medianRound(single).p99Ms, 2)} ms); WORKERS=2 / 1 process per round: ` +
-            `${scaling.map((r) => fixed(r, 2)).join(', ')}; vs the first case's figure: ` +
-            `${fixed(medianRound(subject).rate / medianRound(checkValid.subject).rate, 2)}×`,
-          ...unexpectedErrors(workers, false),
-        ],
-      ),
-    );
-    const perWorker = server.servingPids().map(memoryOf);
-    const sum = sumMemory(perWorker);
-    workersMemory = {
-      name: 'clubhouse WORKERS=2, 1 000 000 sessions (sum over workers)',
-      peak: sum.hwm,
-      detail:
-        `VmHWM per worker ${perWorker.map((m) => fixed(m.hwm / MIB, 1)).join(' + ')} MiB; ` +
-        `primary ${fixed(memoryOf(server.pid).hwm / MIB, 1)} MiB; primary and workers: ${sampled(rss)}`,
-      verdict: null,
-    };
-    await stopServer(cleanup, server);
-  } else {
-    cases.push(
-      row('WORKERS=2: GET /api/auth/check, valid session', null, [
-        { target: '≥ 1.25× the 1-process check', actual: `not available: ${workersProblem}`, pass: null },
-      ]),
-    );
-    workersMemory = { name: 'clubhouse WORKERS=2', peak: null, detail: workersProblem, verdict: null };
+        SCHEDULE,
+        log,
+      )) as [Side, Side, Side];
+      rss.stop();
+      const workers: Comparison = { reference, subject, ratios: ratiosOf(subject, reference) };
+      const scaling = ratiosOf(subject, single);
+      const vsSingle = median(scaling);
+      cases.push(
+        row(
+          'WORKERS=2: GET /api/auth/check, valid session',
+          workers,
+          [
+            atLeast('≥ 1.25× the 1-process check', vsSingle, 1.25),
+            { target: 'vs 2-process baseline', actual: `${fixed(ratioOf(workers), 2)}×`, pass: null },
+          ],
+          [
+            `the 1-process clubhouse in the same rounds: ${Math.round(medianRound(single).rate)} req/s ` +
+              `(p99 ${fixed(medianRound(single).p99Ms, 2)} ms); WORKERS=2 / 1 process per round: ` +
+              `${scaling.map((r) => fixed(r, 2)).join(', ')}; vs the first case's figure: ` +
+              `${checkValid === null ? '–' : fixed(medianRound(subject).rate / medianRound(checkValid.subject).rate, 2)}×`,
+            ...unexpectedErrors(workers, false),
+          ],
+        ),
+      );
+      const perWorker = server.servingPids().map(memoryOf);
+      const sum = sumMemory(perWorker);
+      workersMemory = {
+        name: 'clubhouse WORKERS=2, 1 000 000 sessions (sum over workers)',
+        peak: sum.hwm,
+        detail:
+          `VmHWM per worker ${perWorker.map((m) => fixed(m.hwm / MIB, 1)).join(' + ')} MiB; ` +
+          `primary ${fixed(memoryOf(server.pid).hwm / MIB, 1)} MiB; primary and workers: ${sampled(rss)}`,
+        verdict: null,
+      };
+      await stopServer(cleanup, server);
+    } else {
+      cases.push(
+        row('WORKERS=2: GET /api/auth/check, valid session', null, [
+          { target: '≥ 1.25× the 1-process check', actual: `not available: ${workersProblem}`, pass: null },
+        ]),
+      );
+      workersMemory = { name: 'clubhouse WORKERS=2', peak: null, detail: workersProblem, verdict: null };
+    }
+    await stopServer(cleanup, baseline2);
   }
-  await stopServer(cleanup, baseline2);
   clubhouseRss.stop();
   const bigMemory = memoryOf(clubhouse.pid);
   await stopServer(cleanup, clubhouse);
 
   const memory: MemoryRow[] = [
     {
-      name: 'clubhouse, 1 process, 1 000 000 sessions',
-      peak: bigMemory.hwm,
+      name: 'clubhouse, 1 process, idle after start',
+      peak: idleMemory.rss,
       detail:
-        `VmHWM over every case above; ${sampled(clubhouseRss)} (file-backed: the pages of the SQLite file ` +
-        'mapped through mmap_size, and of the node binary)',
-      verdict: {
-        target: '≤ 150 MiB',
-        actual: `${fixed(bigMemory.hwm / MIB, 1)} MiB`,
-        pass: bigMemory.hwm <= 150 * MIB,
-      },
+        `VmRSS 1 s after start and one sanity request, before any load: anonymous ${fixed(idleMemory.anon / MIB, 1)} ` +
+        `+ file-backed ${fixed(idleMemory.file / MIB, 1)} MiB`,
+      verdict: null,
     },
-    {
+  ];
+  if (loginRss !== null) {
+    memory.push({
+      name: `clubhouse, 1 process, under login load (${LOGIN_CONCURRENCY} at once)`,
+      peak: loginRss.peak.rss,
+      detail: `${sampled(loginRss)}, sampled every 100 ms during the login case`,
+      verdict: null,
+    });
+  }
+  if (runs('memory'))
+    memory.push(
+      {
+        name: 'clubhouse, 1 process, 1 000 000 sessions',
+        peak: bigMemory.hwm,
+        detail:
+          `VmHWM over every case above; ${sampled(clubhouseRss)} (file-backed: the pages of the SQLite file ` +
+          'mapped through mmap_size, and of the node binary)',
+        verdict: {
+          target: '≤ 150 MiB',
+          actual: `${fixed(bigMemory.hwm / MIB, 1)} MiB`,
+          pass: bigMemory.hwm <= 150 * MIB,
+        },
+      },
+      {
+        name: 'baseline, 1 process',
+        peak: baselineMemory.hwm,
+        detail: `VmHWM; ${sampled(baselineRss)}`,
+        verdict: null,
+      },
+    );
+  if (smallMemory !== null && smallRss !== null) {
+    memory.push({
       name: 'clubhouse, 1 process, 1 000 sessions',
       peak: smallMemory.hwm,
       detail: `VmHWM (check load only); ${sampled(smallRss)}`,
       verdict: null,
-    },
-    workersMemory,
-    {
-      name: 'baseline, 1 process',
-      peak: baselineMemory.hwm,
-      detail: `VmHWM; ${sampled(baselineRss)}`,
-      verdict: null,
-    },
-  ];
+    });
+  }
+  if (workersMemory !== null) memory.push(workersMemory);
 
   const loadAfter = os.loadavg()[0]!;
   const busy = cases.flatMap((c) => c.comparison?.subject.rounds ?? []).map((r) => r.machineBusy);
@@ -448,7 +503,7 @@ async function main(cleanup: Cleanup): Promise<string> {
     ],
     method: [
       `wrk -t${THREADS} -c${CONNECTIONS}; logins: a closed loop of ${LOGIN_CONCURRENCY} concurrent clients (bench/login-load.ts)`,
-      `${SCHEDULE.warmupSeconds} s warm-up per server, then ${SCHEDULE.rounds} round(s) of ${SCHEDULE.roundSeconds} s alternating reference and clubhouse${QUICK ? ' (BENCH_QUICK)' : ''}`,
+      `${SCHEDULE.warmupSeconds} s warm-up per server, then ${SCHEDULE.rounds} round(s) of ${SCHEDULE.roundSeconds} s alternating reference and clubhouse${QUICK ? ' (BENCH_QUICK)' : ''}${ONLY.length > 0 ? ` (BENCH_ONLY=${ONLY.join(',')})` : ''}`,
       'Figures are medians over the rounds; the ratio is the median of the per-round ratios (clubhouse / reference of the same round)',
       `Database: ${BIG.sessions.toLocaleString('en-US')} sessions over ${BIG.users.toLocaleString('en-US')} users, ${BIG.groups.toLocaleString('en-US')} groups, ${BIG.groupsPerUser} memberships per user; the load rotates over ${BIG.loadSessions.toLocaleString('en-US')} sessions, one per user`,
       'Baseline: bare node:http answering 200 `"alice"` with the same headers as check (bench/baseline.ts)',
