@@ -127,11 +127,11 @@ export function loadConfig(env: Env): Config {
     );
   }
   const forwardClientIp = boolean('IMAP_FORWARD_CLIENT_IP', false);
-  // contract §5: the client's address travels only inside TLS; imapflow sends ID before STARTTLS.
-  if (forwardClientIp && security !== 'tls') {
+  // contract §5: the client's address travels only inside TLS (imap-client.ts sends ID after STARTTLS).
+  if (forwardClientIp && security === 'plain') {
     throw new ConfigError(
       'IMAP_FORWARD_CLIENT_IP',
-      'needs IMAP_SECURITY=tls (the ID command would travel before TLS)',
+      'needs IMAP_SECURITY=tls or starttls (the ID command would travel in clear)',
     );
   }
   const caFile = read('IMAP_CA_FILE') ?? null;
