@@ -104,7 +104,8 @@ export class ResponseReader {
     try {
       waiter.resolve(parseResponse(line));
     } catch (err) {
-      this.fail(err as Error);
+      this.#failure ??= err as Error;
+      waiter.reject(this.#failure);
     }
   }
 

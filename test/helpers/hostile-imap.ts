@@ -133,6 +133,7 @@ export async function startHostileImap(options: HostileOptions = {}): Promise<Ho
     let pending: Buffer[] = [];
     let literal = 0;
     let sasl: string | null = null;
+    let deaf = false;
     const send = (text: string) => stream.write(text);
     const bye = (step: string): boolean => {
       if (trick !== 'bye' || options.byeAt !== step) return false;
@@ -218,6 +219,7 @@ export async function startHostileImap(options: HostileOptions = {}): Promise<Ho
     };
     function onData(chunk: Buffer): void {
       chunks.push(chunk);
+      if (deaf) return;
       buffer = Buffer.concat([buffer, chunk]);
       for (;;) {
         if (literal > 0) {
@@ -237,8 +239,9 @@ export async function startHostileImap(options: HostileOptions = {}): Promise<Ho
           literal = Number(marker[1]);
           if (marker[2] === '') {
             if (trick === 'literal-never-read') {
+              // Reads on (so it sees the client close) but never looks at another byte.
               send('+ go ahead\r\n');
-              stream.pause();
+              deaf = true;
               return;
             }
             send('+ go ahead\r\n');
