@@ -6,65 +6,21 @@
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { ImapSettings, ImapTlsOptions, LoginFailure, VerifyResult } from './imap.ts';
-import { ImapClosedError, ImapProtocolError, ResponseReader } from './imap-lines.ts';
+import { capabilitiesOf, idCommand, loginSegments } from './imap-commands.ts';
+import { classifyImapError, ImapClosedError, ImapProtocolError, ResponseReader } from './imap-lines.ts';
 
 export type ProbeResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
 /** Untagged responses one command may draw: a login sees a handful (CAPABILITY, ID, ALERTs). */
 export const MAX_UNTAGGED_PER_COMMAND = 64;
-/** LITERAL- (RFC 7888): non-synchronising literals up to 4096 bytes. */
-const LITERAL_MINUS_MAX = 4096;
 /** LOGOUT is best effort: flushed, never waited for beyond this. */
 const LOGOUT_FLUSH_MS = 100;
-
-const TLS_ERROR_CODES = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'CERT_UNTRUSTED',
-  'CERT_REVOKED',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'EPROTO',
-]);
-
-/** Sorts what ended an attempt into the contract's failure classes (contract §3, §5). */
-export function classifyImapError(error: unknown): { failure: LoginFailure; reason: string } {
-  if (error instanceof ImapProtocolError) return { failure: 'upstream_misconfigured', reason: error.message };
-  if (error instanceof ImapClosedError) return { failure: 'upstream_unavailable', reason: error.message };
-  const err = (error ?? {}) as { message?: unknown; code?: unknown };
-  const code = typeof err.code === 'string' ? err.code : '';
-  if (TLS_ERROR_CODES.has(code) || code.startsWith('ERR_SSL') || code.startsWith('ERR_TLS')) {
-    return { failure: 'upstream_misconfigured', reason: `TLS: ${code}` };
-  }
-  return {
-    failure: 'upstream_unavailable',
-    reason: code === '' ? String(err.message ?? error).slice(0, 200) : code,
-  };
-}
 
 interface Tagged {
   readonly status: 'OK' | 'NO' | 'BAD';
   /** The response code's name (`AUTHENTICATIONFAILED`), upper-cased; '' when there is none. */
   readonly code: string;
   readonly untagged: readonly string[];
-}
-
-/** Capabilities from a `CAPABILITY …` response or an `OK [CAPABILITY …]` code; null when none. */
-export function capabilitiesOf(text: string): Set<string> | null {
-  const match = /^(?:OK \[CAPABILITY ([^\]]*)\]|CAPABILITY (.*))/i.exec(text);
-  const list = match?.[1] ?? match?.[2];
-  return list === undefined
-    ? null
-    : new Set(
-        list
-          .toUpperCase()
-          .split(' ')
-          .filter((c) => c !== ''),
-      );
 }
 
 /** One connection: our own tags (a1, a2, …), a bounded reader, and the socket it must close. */
@@ -198,50 +154,6 @@ async function establish(
   return caps;
 }
 
-/** An IMAP astring: quoted when plain printable ASCII, else a literal (contract §5). */
-function astring(value: string, caps: Set<string>): { text: Buffer; sync: boolean } {
-  if (/^[\x20-\x7e]*$/.test(value)) {
-    return { text: Buffer.from(`"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`), sync: false };
-  }
-  const bytes = Buffer.from(value, 'utf8');
-  // RFC 7888: LITERAL+ allows any non-synchronising literal, LITERAL- only up to 4096 bytes.
-  const plus = caps.has('LITERAL+') || (caps.has('LITERAL-') && bytes.length <= LITERAL_MINUS_MAX);
-  return plus
-    ? { text: Buffer.concat([Buffer.from(`{${bytes.length}+}\r\n`), bytes]), sync: false }
-    : { text: Buffer.concat([Buffer.from(`{${bytes.length}}\r\n`), bytes]), sync: true };
-}
-
-/** The login command's segments: AUTHENTICATE PLAIN when offered, else LOGIN with literals. */
-export function loginSegments(caps: Set<string>, username: string, password: string): Buffer[] {
-  if (caps.has('AUTH=PLAIN')) {
-    // RFC 4616: authzid (empty) NUL authcid NUL passwd, UTF-8, base64 on the wire.
-    const response = Buffer.from(`\0${username}\0${password}`, 'utf8').toString('base64');
-    // RFC 4959: with SASL-IR the response rides on the command, saving a round trip.
-    return caps.has('SASL-IR')
-      ? [Buffer.from(`AUTHENTICATE PLAIN ${response}\r\n`)]
-      : [Buffer.from('AUTHENTICATE PLAIN\r\n'), Buffer.from(`${response}\r\n`)];
-  }
-  const segments: Buffer[] = [];
-  let current: Buffer = Buffer.from('LOGIN');
-  for (const value of [username, password]) {
-    const { text, sync } = astring(value, caps);
-    if (sync) {
-      // The literal's bytes go only after the server's `+` (RFC 9051 §4.3).
-      const header = text.indexOf('\r\n') + 2;
-      segments.push(Buffer.concat([current, Buffer.from(' '), text.subarray(0, header)]));
-      current = text.subarray(header);
-    } else {
-      current = Buffer.concat([current, Buffer.from(' '), text]);
-    }
-  }
-  segments.push(Buffer.concat([current, Buffer.from('\r\n')]));
-  return segments;
-}
-
-function quoted(value: string): string {
-  return `"${value.replace(/[^\x20-\x7e]/g, '').replace(/[\\"]/g, (c) => `\\${c}`)}"`;
-}
-
 /** Opens a connection, runs `work` within the one deadline, and always destroys the socket. */
 async function withConnection<T>(
   settings: ImapSettings,
@@ -295,9 +207,7 @@ export function verifyImapLogin(
       if (settings.security !== 'plain' && !conn.secure) throw new ImapProtocolError('not over TLS');
       // contract §5: the client's address travels over TLS only, and only to a server that has ID.
       if (settings.forwardClientIp && conn.secure && caps.has('ID')) {
-        await conn.command([
-          Buffer.from(`ID ("name" "clubhouse" "x-originating-ip" ${quoted(clientIp)})\r\n`),
-        ]);
+        await conn.command([idCommand(clientIp)]);
       }
       const answer = await conn.command(loginSegments(caps, username, password));
       await conn.logout();

@@ -2,8 +2,10 @@
 // (issue 12): a line longer than MAX_LINE_BYTES or a literal longer than MAX_LITERAL_BYTES is out
 // of protocol, and so is anything after the socket errs or closes. Hand-written: the login reads
 // a handful of short lines, and the IMAP parsers on npm are mail-client parsers (imapflow's pulls in
-// charset tables worth ~33 MiB) that do not bound what a hostile server sends.
+// charset tables worth ~33 MiB) that do not bound what a hostile server sends. Also here: the
+// errors that end an attempt and their failure classes.
 import type { Socket } from 'node:net';
+import type { LoginFailure } from './imap.ts';
 
 /** RFC 9051 §4 does not bound a line; 8 KiB holds any greeting, CAPABILITY or login answer. */
 export const MAX_LINE_BYTES = 8192;
@@ -155,4 +157,34 @@ export class ResponseReader {
       this.#flush();
     }
   }
+}
+
+// Certificate and handshake failures: a configuration problem, never worth a retry.
+const TLS_ERROR_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REVOKED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'EPROTO',
+]);
+
+/** Sorts what ended an attempt into the contract's failure classes (contract §3, §5). */
+export function classifyImapError(error: unknown): { failure: LoginFailure; reason: string } {
+  if (error instanceof ImapProtocolError) return { failure: 'upstream_misconfigured', reason: error.message };
+  if (error instanceof ImapClosedError) return { failure: 'upstream_unavailable', reason: error.message };
+  const err = (error ?? {}) as { message?: unknown; code?: unknown };
+  const code = typeof err.code === 'string' ? err.code : '';
+  if (TLS_ERROR_CODES.has(code) || code.startsWith('ERR_SSL') || code.startsWith('ERR_TLS')) {
+    return { failure: 'upstream_misconfigured', reason: `TLS: ${code}` };
+  }
+  return {
+    failure: 'upstream_unavailable',
+    reason: code === '' ? String(err.message ?? error).slice(0, 200) : code,
+  };
 }

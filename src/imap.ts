@@ -7,7 +7,8 @@ import { isIP } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { CircuitBreaker } from './breaker.ts';
 import type { Config } from './config.ts';
-import { classifyImapError, verifyImapLogin } from './imap-client.ts';
+import { verifyImapLogin } from './imap-client.ts';
+import { classifyImapError } from './imap-lines.ts';
 import { Limiter, QueueFullError, QueueTimeoutError } from './limiter.ts';
 
 /** Why a login failed (contract §3); the client always sees one 403, the log and metrics see this. */

@@ -4,8 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CircuitBreaker } from '../src/breaker.ts';
 import { createImapAuthenticator, type ImapSettings, type VerifyResult } from '../src/imap.ts';
-import { classifyImapError } from '../src/imap-client.ts';
-import { ImapClosedError, ImapProtocolError } from '../src/imap-lines.ts';
+import { classifyImapError, ImapClosedError, ImapProtocolError } from '../src/imap-lines.ts';
 
 const SETTINGS: ImapSettings = {
   host: '127.0.0.1',
