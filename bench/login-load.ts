@@ -16,8 +16,8 @@ export interface LoginLoadResult {
   readonly logins: number;
   readonly loginsPerSecond: number;
   /**
-   * http: the login request to its response; imap: TCP connect to LOGOUT's OK, a whole session,
-   * which is what clubhouse waits for before it answers a login (imapflow's verifyOnly logs out). ms.
+   * http: the login request to its response; imap: TCP connect to LOGOUT's OK, a whole session
+   * (clubhouse answers once its login is verified, and only flushes LOGOUT without awaiting it). ms.
    */
   readonly loginP50Ms: number;
   readonly loginP99Ms: number;

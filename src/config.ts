@@ -146,11 +146,11 @@ export function loadConfig(env: Env): Config {
       `plain sends passwords in clear; allowed only to a loopback host, or with IMAP_ALLOW_PLAINTEXT=true (IMAP_HOST is "${imapHost}")`,
     );
   }
-  // contract §5: the client's address travels only inside TLS; imapflow sends ID before STARTTLS.
-  if (s.IMAP_FORWARD_CLIENT_IP && s.IMAP_SECURITY !== 'tls') {
+  // contract §5: the client's address travels only inside TLS (imap-client.ts sends ID after STARTTLS).
+  if (s.IMAP_FORWARD_CLIENT_IP && s.IMAP_SECURITY === 'plain') {
     throw new ConfigError(
       'IMAP_FORWARD_CLIENT_IP',
-      'needs IMAP_SECURITY=tls (the ID command would travel before TLS)',
+      'needs IMAP_SECURITY=tls or starttls (the ID command would travel in clear)',
     );
   }
   if (s.HEADERS_TIMEOUT_MS > s.REQUEST_TIMEOUT_MS) {

@@ -1,12 +1,14 @@
-// Verifies a username and password by logging in to the IMAP server (contract §5).
+// Verifies a username and password by logging in to the IMAP server (contract §5): the guards
+// around each login (cap, queue, single-flight, breaker); the wire protocol is in imap-client.ts.
 // Knows nothing of sessions or HTTP: it answers "ok" or a classified failure.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
-import { ImapFlow } from 'imapflow';
 import { CircuitBreaker } from './breaker.ts';
 import { type Config, requireImapHost } from './config.ts';
+import { verifyImapLogin } from './imap-client.ts';
+import { classifyImapError } from './imap-lines.ts';
 import { Limiter, QueueFullError, QueueTimeoutError } from './limiter.ts';
 import { RefusalTiming } from './refusal-timing.ts';
 
@@ -71,113 +73,6 @@ export function imapTlsOptions(settings: ImapSettings): ImapTlsOptions {
   return options;
 }
 
-const TLS_ERROR_CODES = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'CERT_UNTRUSTED',
-  'CERT_REVOKED',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'EPROTO',
-]);
-
-interface ImapError {
-  message?: string;
-  code?: string;
-  authenticationFailed?: boolean;
-  serverResponseCode?: string;
-  tlsFailed?: boolean;
-}
-
-/** Sorts an imapflow/socket error into the contract's failure classes. */
-export function classifyImapError(error: unknown): { failure: LoginFailure; reason: string } {
-  const err = (error ?? {}) as ImapError;
-  const message = String(err.message ?? error);
-  const code = err.code ?? '';
-  if (/Login is disabled/i.test(message))
-    return { failure: 'upstream_misconfigured', reason: 'LOGINDISABLED' };
-  if (err.tlsFailed === true) return { failure: 'upstream_misconfigured', reason: 'STARTTLS not offered' };
-  if (TLS_ERROR_CODES.has(code) || code.startsWith('ERR_SSL') || code.startsWith('ERR_TLS')) {
-    return { failure: 'upstream_misconfigured', reason: `TLS: ${code}` };
-  }
-  if (/Unsupported authentication mechanism/i.test(message)) {
-    return { failure: 'upstream_misconfigured', reason: 'no usable authentication mechanism' };
-  }
-  if (err.authenticationFailed === true) {
-    const responseCode = (err.serverResponseCode ?? '').toUpperCase();
-    // RFC 5530: UNAVAILABLE is a temporary failure of the server's own backend, not a wrong password.
-    if (responseCode === 'UNAVAILABLE')
-      return { failure: 'upstream_unavailable', reason: 'IMAP [UNAVAILABLE]' };
-    return { failure: 'bad_credentials', reason: responseCode === '' ? 'IMAP NO' : `IMAP [${responseCode}]` };
-  }
-  return { failure: 'upstream_unavailable', reason: code === '' ? message.slice(0, 200) : code };
-}
-
-/** One IMAP login with a single deadline over connect, TLS, greeting and authentication. */
-export async function imapLoginOnce(
-  settings: ImapSettings,
-  tls: ImapTlsOptions,
-  username: string,
-  password: string,
-  clientIp: string,
-): Promise<VerifyResult> {
-  const client = new ImapFlow({
-    host: settings.host,
-    port: settings.port,
-    secure: settings.security === 'tls',
-    // contract §5: STARTTLS is required, never opportunistic; plain sends no STARTTLS at all.
-    doSTARTTLS: settings.security === 'starttls' ? true : settings.security === 'plain' ? false : undefined,
-    tls,
-    auth: { user: username, pass: password },
-    verifyOnly: true,
-    logger: false,
-    disableAutoIdle: true,
-    connectionTimeout: settings.timeoutMs,
-    greetingTimeout: settings.timeoutMs,
-    socketTimeout: settings.timeoutMs,
-    // Dovecot honours x-originating-ip in ID only from its login_trusted_networks; it lets its own
-    // brute-force penalties hit the client instead of this service (config allows it over TLS only).
-    clientInfo: settings.forwardClientIp
-      ? { name: 'clubhouse', 'x-originating-ip': clientIp }
-      : { name: 'clubhouse' },
-  });
-  let socketError: unknown = null;
-  // An unhandled 'error' event would crash the process: listen before connecting.
-  client.on('error', (err: unknown) => {
-    socketError = err;
-  });
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<VerifyResult>((resolve) => {
-    timer = setTimeout(
-      () =>
-        resolve({
-          ok: false,
-          failure: 'upstream_unavailable',
-          reason: `no answer within ${settings.timeoutMs} ms`,
-        }),
-      settings.timeoutMs,
-    );
-  });
-  const attempt = client.connect().then(
-    (): VerifyResult =>
-      client.authenticated === true
-        ? { ok: true }
-        : { ok: false, failure: 'bad_credentials', reason: 'not authenticated' },
-    (err: unknown): VerifyResult => ({ ok: false, ...classifyImapError(socketError ?? err) }),
-  );
-  try {
-    return await Promise.race([attempt, deadline]);
-  } finally {
-    clearTimeout(timer);
-    // The connection is closed whatever happened (verifyOnly has already sent LOGOUT on success).
-    client.close();
-  }
-}
-
 /** Waited for a refusal until a first wrong password has been refused: Dovecot's default auth_failure_delay. */
 export const IMAP_REFUSAL_SEED_MS = 2000;
 
@@ -192,7 +87,7 @@ function flightKey(username: string, password: string): string {
  */
 export function createImapAuthenticator(
   settings: ImapSettings,
-  login: typeof imapLoginOnce = imapLoginOnce,
+  login: typeof verifyImapLogin = verifyImapLogin,
   breaker = new CircuitBreaker({ threshold: 5, openMs: 5000 }),
   /** Told the result and duration of every attempt that reached the server (metrics). */
   observe: (result: VerifyResult, seconds: number) => void = () => undefined,

@@ -235,7 +235,7 @@ export const SETTINGS = {
   IMAP_FORWARD_CLIENT_IP: row(
     boolean({
       default: false,
-      desc: "send the client's IP in the IMAP `ID` command (`x-originating-ip`); needs `IMAP_SECURITY=tls`",
+      desc: "send the client's IP in the IMAP `ID` command (`x-originating-ip`); over TLS only (`tls` or `starttls`: it is sent after STARTTLS)",
     }),
   ),
   COOKIE_SECURE: row(

@@ -69,7 +69,7 @@ describe('loadConfig', () => {
     [{ IMAP_HOST: 'mail.example.org', IMAP_SECURITY: 'plain' }, 'IMAP_SECURITY'],
     [{ IMAP_TIMEOUT_MS: '-1' }, 'IMAP_TIMEOUT_MS'],
     [{ IMAP_CA_FILE: '/nonexistent/ca.pem' }, 'IMAP_CA_FILE'],
-    [{ IMAP_FORWARD_CLIENT_IP: 'true', IMAP_SECURITY: 'starttls' }, 'IMAP_FORWARD_CLIENT_IP'],
+    [{ IMAP_FORWARD_CLIENT_IP: 'true', IMAP_SECURITY: 'plain' }, 'IMAP_FORWARD_CLIENT_IP'],
     [{ COOKIE_SECURE: 'maybe' }, 'COOKIE_SECURE'],
     [{ TRUSTED_ORIGINS: 'https://a.example/path' }, 'TRUSTED_ORIGINS'],
     [{ TRUSTED_ORIGINS: 'not a url' }, 'TRUSTED_ORIGINS'],
@@ -90,6 +90,13 @@ describe('loadConfig', () => {
       );
     });
   }
+
+  test('IMAP_FORWARD_CLIENT_IP is allowed over implicit TLS and STARTTLS (ID goes after TLS)', () => {
+    for (const security of ['tls', 'starttls']) {
+      const config = loadConfig({ IMAP_FORWARD_CLIENT_IP: 'true', IMAP_SECURITY: security });
+      assert.equal(config.imap.forwardClientIp, true);
+    }
+  });
 
   test('plain IMAP is allowed to loopback, or by name', () => {
     assert.equal(loadConfig({ IMAP_HOST: '127.0.0.1', IMAP_SECURITY: 'plain' }).imap.security, 'plain');

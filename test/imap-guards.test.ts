@@ -3,12 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CircuitBreaker } from '../src/breaker.ts';
-import {
-  classifyImapError,
-  createImapAuthenticator,
-  type ImapSettings,
-  type VerifyResult,
-} from '../src/imap.ts';
+import { createImapAuthenticator, type ImapSettings, type VerifyResult } from '../src/imap.ts';
+import { classifyImapError, ImapClosedError, ImapProtocolError } from '../src/imap-lines.ts';
 import { RefusalTiming } from '../src/refusal-timing.ts';
 
 const SETTINGS: ImapSettings = {
@@ -168,31 +164,19 @@ describe('IMAP guards', () => {
 });
 
 describe('classifyImapError', () => {
+  // The NO / [UNAVAILABLE] / BAD verdicts are decided by verifyImapLogin (test/imap-client.test.ts).
   const cases: [string, unknown, string][] = [
-    [
-      'AUTHENTICATIONFAILED',
-      { authenticationFailed: true, serverResponseCode: 'AUTHENTICATIONFAILED' },
-      'bad_credentials',
-    ],
-    ['plain NO', { authenticationFailed: true }, 'bad_credentials'],
-    [
-      '[UNAVAILABLE]',
-      { authenticationFailed: true, serverResponseCode: 'UNAVAILABLE' },
-      'upstream_unavailable',
-    ],
-    ['LOGINDISABLED', { message: 'Login is disabled', authenticationFailed: true }, 'upstream_misconfigured'],
-    [
-      'STARTTLS missing',
-      { message: 'Server does not support STARTTLS', tlsFailed: true },
-      'upstream_misconfigured',
-    ],
+    ['out of protocol', new ImapProtocolError('PREAUTH greeting'), 'upstream_misconfigured'],
+    ['LOGINDISABLED', new ImapProtocolError('LOGINDISABLED'), 'upstream_misconfigured'],
+    ['BYE', new ImapClosedError('BYE: shutting down'), 'upstream_unavailable'],
+    ['closed', new ImapClosedError('connection closed'), 'upstream_unavailable'],
     ['self-signed', { code: 'DEPTH_ZERO_SELF_SIGNED_CERT' }, 'upstream_misconfigured'],
     ['unknown CA', { code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' }, 'upstream_misconfigured'],
     ['wrong host', { code: 'ERR_TLS_CERT_ALTNAME_INVALID' }, 'upstream_misconfigured'],
     ['refused', { code: 'ECONNREFUSED' }, 'upstream_unavailable'],
     ['reset', { code: 'ECONNRESET' }, 'upstream_unavailable'],
-    ['greeting timeout', { code: 'GREETING_TIMEOUT' }, 'upstream_unavailable'],
-    ['closed', { code: 'NoConnection' }, 'upstream_unavailable'],
+    ['TLS alert', { code: 'ERR_SSL_WRONG_VERSION_NUMBER' }, 'upstream_misconfigured'],
+    ['anything else', new Error('something odd'), 'upstream_unavailable'],
   ];
   for (const [name, error, failure] of cases) {
     test(name, () => {

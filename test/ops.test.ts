@@ -120,7 +120,7 @@ describe('/readyz against servers that fail', () => {
     try {
       const response = await t.fastify.inject({ url: '/readyz' });
       assert.equal(response.statusCode, 503);
-      assert.equal(response.json().checks.imap, 'LOGINDISABLED');
+      assert.equal(response.json().checks.imap, 'upstream_misconfigured: LOGINDISABLED');
     } finally {
       await t.close();
       await dovecot.stop();
@@ -134,7 +134,7 @@ describe('/readyz against servers that fail', () => {
     });
     try {
       const response = await t.fastify.inject({ url: '/readyz' });
-      assert.equal(response.json().checks.imap, 'STARTTLS not offered');
+      assert.equal(response.json().checks.imap, 'upstream_misconfigured: STARTTLS not offered');
     } finally {
       await t.close();
       await server.close();

@@ -15,6 +15,8 @@ const SUITES = [
   'auth-login',
   'auth-imap',
   'auth-imap-faults',
+  'auth-imap-hostile',
+  'auth-imap-onpath',
   'auth-throttle',
   'auth-csrf',
   'session-lifecycle',

@@ -16,7 +16,8 @@ import type { LoginDeps } from '../auth.ts';
 import type { Config } from '../config.ts';
 import { API_ERRORS, ApiError } from '../errors.ts';
 import { type Authenticator, type ImapSettings, imapSettings, imapTlsOptions } from '../imap.ts';
-import { cachedProbe, type ProbeResult, probeImap } from '../imap-probe.ts';
+import { type ProbeResult, probeImapServer } from '../imap-client.ts';
+import { cachedProbe } from '../imap-probe.ts';
 import { createMetrics, type Metrics } from '../metrics.ts';
 import { registerAuthRoutes } from '../routes/auth.ts';
 import { registerGroupRoutes } from '../routes/groups.ts';
@@ -71,7 +72,7 @@ function routeLabel(url: string | undefined): string {
 /** The cached IMAP probe of /readyz; one TLS context for every probe, as for logins. */
 function readinessProbe(imap: ImapSettings): { check(): Promise<ProbeResult> } {
   const tls = imapTlsOptions(imap);
-  return cachedProbe(() => probeImap(imap, tls), READY_PROBE_TTL_MS);
+  return cachedProbe(() => probeImapServer(imap, tls), READY_PROBE_TTL_MS);
 }
 
 function trustHops(hops: number): (address: string, hop: number) => boolean {
