@@ -145,6 +145,8 @@ export async function transaction<T>(
   } catch (err) {
     mapPostgresError(err);
   }
+  // A transaction's connection is the pool's: behind a transaction pooler, its queries stay unnamed.
+  if (UNNAMED.has(pool)) UNNAMED.add(client);
   let broken = false;
   // A checked-out client has no pool listener: a connection lost between two of our queries would
   // otherwise be an unhandled 'error' event, which ends the process.

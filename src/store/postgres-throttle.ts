@@ -33,25 +33,27 @@ export function postgresThrottleStore(pool: pg.Pool): ThrottleStore {
       return transaction(pool, async (client) => {
         // Taken before the count, in its own statement: under READ COMMITTED the count's snapshot
         // then sees every guess the previous holder of the lock added (check and add are one step).
-        await client.query({
-          name: 'throttle-guess-lock',
-          text: 'SELECT pg_advisory_xact_lock($1, hashtext($2))',
-          values: [GUESS_LOCK_CLASS, row[0]],
-        });
-        const { rows } = await client.query<{ failures: string[]; pending: string }>({
-          name: 'throttle-guess-facts',
-          // Distinct other fingerprints in flight that are not already counted as failures.
-          text: `SELECT ARRAY(SELECT at FROM throttle_failures WHERE key = $1 AND at > $4 ORDER BY at DESC LIMIT $5) AS failures,
+        await query(
+          client,
+          'SELECT pg_advisory_xact_lock($1, hashtext($2))',
+          [GUESS_LOCK_CLASS, row[0]],
+          'throttle-guess-lock',
+        );
+        // Distinct other fingerprints in flight that are not already counted as failures.
+        const { rows } = await query<{ failures: string[]; pending: string }>(
+          client,
+          `SELECT ARRAY(SELECT at FROM throttle_failures WHERE key = $1 AND at > $4 ORDER BY at DESC LIMIT $5) AS failures,
                         (SELECT count(DISTINCT p.fingerprint) FROM throttle_pending p
                           WHERE p.key = $1 AND p.expires_at > $2 AND p.fingerprint <> $3 AND NOT EXISTS (
                             SELECT 1 FROM throttle_failures f
                             WHERE f.key = p.key AND f.fingerprint = p.fingerprint AND f.at > $4)) AS pending`,
-          values: [row[0], now, guess.fingerprint, now - windowMs, limit],
-        });
+          [row[0], now, guess.fingerprint, now - windowMs, limit],
+          'throttle-guess-facts',
+        );
         const failures = (rows[0]?.failures ?? []).map(Number);
         const pending = Number(rows[0]?.pending ?? 0);
         if (failures.length + pending >= limit) return { admitted: false, failures, pending };
-        await client.query({ name: 'throttle-guess-add', text: add, values: row });
+        await query(client, add, row, 'throttle-guess-add');
         return { admitted: true };
       });
     },
