@@ -178,8 +178,8 @@ const MIGRATION_LOCK_KEY = 4_242_001;
 
 /**
  * Applies pending migrations in one transaction under an advisory lock, so instances starting at
- * once queue instead of racing. Uses its own connection without the pool's short timeouts. Also
- * sets the pool's server-side timeouts as this role's defaults in this database (issue 17).
+ * once queue instead of racing. Uses its own connection without the pool's short timeouts. Behind a
+ * transaction pooler, also sets the pool's timeouts as this role's defaults in this database (issue 17).
  */
 export async function migratePostgres(target: string | PostgresConnection): Promise<number[]> {
   const connection = typeof target === 'string' ? postgresConnection(target) : target;
@@ -199,7 +199,9 @@ export async function migratePostgres(target: string | PostgresConnection): Prom
       migrate(POSTGRES_DIALECT, POSTGRES_MIGRATIONS, Date.now()),
       onClient(client),
     );
-    await setRoleTimeouts(client);
+    // Only behind a pooler: a direct pool sends the timeouts at connect, and role defaults would also
+    // bind every other client of this role (an operator's psql, a bulk load) to them.
+    if (connection.transactionPooler) await setRoleTimeouts(client);
     await client.query('COMMIT');
     if (connection.transactionPooler) await retireIfUntimed(client);
     return applied;
