@@ -458,12 +458,17 @@ describe('clubhouse against the database the server has open', () => {
     const now = Date.now();
     const make = async (expiresAt: number) => {
       const idHash = hashSessionId(newSessionId());
-      await t.stores.sessions.create({
-        idHash,
-        username: 'erin',
-        createdAt: expiresAt - 1_209_600_000,
-        expiresAt,
-      });
+      await t.stores.sessions.create(
+        {
+          idHash,
+          username: 'erin',
+          createdAt: expiresAt - 1_209_600_000,
+          expiresAt,
+          clientIp: null,
+          userAgent: null,
+        },
+        100,
+      );
       return idHash;
     };
     const expired = [await make(now - 1), await make(now - 86_400_000), await make(now - 1_209_600_000)];

@@ -272,12 +272,17 @@ describe('the clubhouse command against PostgreSQL, with sessions in Redis', () 
     });
     const now = Date.now();
     const session = (n: number, username: string) =>
-      stores.sessions.create({
-        idHash: Buffer.alloc(32, n),
-        username,
-        createdAt: now,
-        expiresAt: now + 60_000,
-      });
+      stores.sessions.create(
+        {
+          idHash: Buffer.alloc(32, n),
+          username,
+          createdAt: now,
+          expiresAt: now + 60_000,
+          clientIp: null,
+          userAgent: null,
+        },
+        100,
+      );
     await session(1, 'dave');
     await session(2, 'dave');
     await session(3, 'alice');

@@ -128,7 +128,17 @@ describe('the session cache when reading the deletion log fails', () => {
       const now = Date.now();
       const idHash = Buffer.alloc(32, 7);
       dbA.prepare('INSERT INTO users (username, active, created_at) VALUES (?, 1, ?)').run('alice', now);
-      await a.create({ idHash, username: 'alice', createdAt: now, expiresAt: now + 60_000 });
+      await a.create(
+        {
+          idHash,
+          username: 'alice',
+          createdAt: now,
+          expiresAt: now + 60_000,
+          clientIp: null,
+          userAgent: null,
+        },
+        100,
+      );
       assert.equal((await b.get(idHash, now))?.username, 'alice', 'cached in B');
       assert.equal(await a.delete(idHash), true);
       armed = true;

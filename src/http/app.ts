@@ -21,6 +21,7 @@ import { createMetrics, type Metrics } from '../metrics.ts';
 import { registerAuthRoutes } from '../routes/auth.ts';
 import { registerGroupRoutes } from '../routes/groups.ts';
 import { registerOps, registerSchemaRoute } from '../routes/ops.ts';
+import { registerSessionRoutes } from '../routes/sessions.ts';
 import { OPENAPI_INFO } from '../schemas.ts';
 import { Sessions } from '../sessions.ts';
 import type { Stores } from '../store/types.ts';
@@ -99,7 +100,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const now = deps.now ?? Date.now;
   const trusted: ReadonlySet<string> = new Set(config.trustedOrigins);
   const metrics = deps.metrics ?? createMetrics();
-  const sessions = new Sessions(stores.sessions, now);
+  // Handles of sessions (contract §9) are keyed by the same secret as the throttle: one per database.
+  const secret = config.secretKey === null ? await stores.secretKey() : Buffer.from(config.secretKey);
+  const sessions = new Sessions(stores.sessions, now, {
+    secret,
+    onError: (err) => deps.logger.warn({ err }, 'recording last_seen failed'),
+  });
   const lifecycle = { closing: false };
   const allowedHost = hostAllowed(config.allowedHosts);
   const entry = edgeEntry(allowedHost, trusted);
@@ -167,7 +173,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   supportEveryMethod(fastify);
 
   const hooks = sessionHooks(fastify, sessions);
-  const secret = config.secretKey === null ? await stores.secretKey() : Buffer.from(config.secretKey);
   const throttle = new LoginThrottle(stores.throttle, config.throttle, secret, now);
   const login: LoginDeps = {
     users: stores.users,
@@ -178,6 +183,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   };
   const endpoint = apiEndpoints(fastify, trusted);
   registerAuthRoutes(endpoint, { config, sessions, hooks, login, metrics });
+  registerSessionRoutes(endpoint, { config, sessions, hooks });
   registerGroupRoutes(endpoint, { hooks, groups: stores.groups });
   registerSchemaRoute(fastify, endpoint);
   registerWebClient(fastify);
@@ -188,6 +194,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     lifecycle.closing = true;
     done();
   });
+  // The last sightings are written before whoever closed us closes the stores.
+  fastify.addHook('onClose', () => sessions.close());
   metrics.setSources({
     imap: () => authenticator.stats(),
     activeSessions: () => stores.sessions.countActive(now()),
