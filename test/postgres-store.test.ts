@@ -47,6 +47,7 @@ test('ten instances migrating one database at once apply each migration exactly 
       { version: 1, name: 'users, sessions, throttle' },
       { version: 2, name: 'groups and memberships' },
       { version: 3, name: 'guesses in flight' },
+      { version: 4, name: 'where sessions were started, and when last seen' },
     ]);
   } finally {
     await client.end();
