@@ -36,7 +36,7 @@ test('ten instances migrating one database at once apply each migration exactly 
   const results = await Promise.all(Array.from({ length: 10 }, () => migratePostgres(db.url)));
   assert.deepEqual(
     results.filter((applied) => applied.length > 0),
-    [[1, 2, 3]],
+    [[1, 2, 3, 4]],
   );
   assert.deepEqual(await migratePostgres(db.url), []);
   const client = new pg.Client({ connectionString: db.url });
