@@ -83,6 +83,17 @@ export function hashSessionId(id: string): Buffer {
   return hash('sha256', id, 'buffer');
 }
 
+/**
+ * The service's shared secret: SECRET_KEY when set, else the one kept in the database. It keys the
+ * throttle's fingerprints and the session handles, so every instance and the CLI agree on both.
+ */
+export async function sharedSecret(
+  configured: string | null,
+  stores: { secretKey(): Promise<Buffer> },
+): Promise<Buffer> {
+  return configured === null ? stores.secretKey() : Buffer.from(configured);
+}
+
 /** The session lifecycle over a store, with an injectable clock. */
 export class Sessions {
   readonly store: SessionStore;

@@ -32,6 +32,7 @@ const COMMAND_NAMES = [
   'user disable',
   'user enable',
   'sessions purge-expired',
+  'sessions list',
   'sessions revoke',
 ];
 
@@ -451,6 +452,52 @@ describe('clubhouse against the database the server has open', () => {
     assert.equal(back.response.statusCode, 200, 'bob is not disabled');
     assertOk(await cli(env, 'sessions', 'revoke', 'bob'), ['Ended 1 sessions of bob.']);
     assertOk(await cli(env, 'sessions', 'revoke', 'nobody'), ['Ended 0 sessions of nobody.']);
+  });
+
+  test('sessions list USERNAME prints the sessions the user sees, with the same ids, newest first', async () => {
+    await cli(env, 'sessions', 'revoke', 'bob');
+    const laptop = await loginAs(t.fastify, 'bob', 'pw', { 'user-agent': 'Firefox\tlaptop' });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await loginAs(t.fastify, 'bob', 'pw', { 'user-agent': '' });
+    const seen = (
+      await t.fastify.inject({ url: '/api/auth/sessions', headers: { cookie: laptop.cookie } })
+    ).json() as {
+      id: string;
+      current: boolean;
+    }[];
+    const listed = parseOnly(await cli(env, 'sessions', 'list', 'BOB', '--json')) as {
+      username: string;
+      sessions: { id: string; current: boolean; ip: string; user_agent: string | null }[];
+    };
+    assert.equal(listed.username, 'bob');
+    assert.deepEqual(
+      listed.sessions.map((s) => s.id),
+      seen.map((s) => s.id),
+    );
+    assert.ok(
+      listed.sessions.every((s) => s.current === false),
+      'the CLI has no session of its own',
+    );
+    assert.deepEqual(
+      listed.sessions.map((s) => [s.ip, s.user_agent]),
+      [
+        ['127.0.0.1', null],
+        ['127.0.0.1', 'Firefox\tlaptop'],
+      ],
+    );
+    const text = await cli(env, 'sessions', 'list', 'bob');
+    assert.equal(text.code, 0);
+    const lines = text.out.join('\n').split('\n');
+    assert.equal(lines.length, 2);
+    assert.match(
+      lines[0] ?? '',
+      /^[0-9a-f]{32}\t\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\tlast seen \S+Z\t127\.0\.0\.1\t-$/,
+    );
+    assert.ok(lines[1]?.endsWith('\tFirefox\tlaptop'));
+    await cli(env, 'sessions', 'revoke', 'bob');
+    assertOk(await cli(env, 'sessions', 'list', 'bob'), ['No sessions of bob.']);
+    assertFailure(await cli(env, 'sessions', 'list', 'nobody'), 'no user nobody', 'an unknown user');
+    assertUsage(await cli(env, 'sessions', 'list'), 'no USERNAME');
   });
 
   test('sessions purge-expired deletes only expired sessions', async () => {

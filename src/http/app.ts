@@ -23,7 +23,7 @@ import { registerGroupRoutes } from '../routes/groups.ts';
 import { registerOps, registerSchemaRoute } from '../routes/ops.ts';
 import { registerSessionRoutes } from '../routes/sessions.ts';
 import { OPENAPI_INFO } from '../schemas.ts';
-import { Sessions } from '../sessions.ts';
+import { Sessions, sharedSecret } from '../sessions.ts';
 import type { Stores } from '../store/types.ts';
 import { LoginThrottle } from '../throttle.ts';
 import { hostAllowed, isProbePath } from './allowed-hosts.ts';
@@ -101,7 +101,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const trusted: ReadonlySet<string> = new Set(config.trustedOrigins);
   const metrics = deps.metrics ?? createMetrics();
   // Handles of sessions (contract §9) are keyed by the same secret as the throttle: one per database.
-  const secret = config.secretKey === null ? await stores.secretKey() : Buffer.from(config.secretKey);
+  const secret = await sharedSecret(config.secretKey, stores);
   const sessions = new Sessions(stores.sessions, now, {
     secret,
     onError: (err) => deps.logger.warn({ err }, 'recording last_seen failed'),
