@@ -3,12 +3,18 @@
 // at most once per session per RECORD_INTERVAL_MS — and a timer hands the batch to the store every
 // FLUSH_INTERVAL_MS, off every request's path. Worst case a sighting reaches the store
 // RECORD_INTERVAL_MS + FLUSH_INTERVAL_MS late (6 minutes); the listing adds what is still in memory.
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { SessionSighting, SessionStore } from './store/types.ts';
 
 /** A session is written at most once per this long (per process). */
 export const RECORD_INTERVAL_MS = 5 * 60 * 1000;
 /** How often the noted sightings are written. */
 export const FLUSH_INTERVAL_MS = 60 * 1000;
+/**
+ * Sightings per store call: SQLite writes synchronously, so a large batch (10 000 sessions seen in a
+ * minute) is cut into short transactions with the event loop free in between.
+ */
+export const FLUSH_BATCH = 500;
 
 export class LastSeen {
   readonly #store: SessionStore;
@@ -53,13 +59,19 @@ export class LastSeen {
   async flush(now = this.#now()): Promise<void> {
     for (const [key, at] of this.#noted) if (now - at >= RECORD_INTERVAL_MS) this.#noted.delete(key);
     if (this.#pending.size === 0) return;
-    const batch = [...this.#pending.values()];
+    const sightings = [...this.#pending.values()];
     this.#pending = new Map();
-    try {
-      await this.#store.touch(batch);
-    } catch (err) {
-      for (const { idHash } of batch) this.#noted.delete(idHash.toString('hex'));
-      this.#onError(err);
+    for (let start = 0; start < sightings.length; start += FLUSH_BATCH) {
+      const batch = sightings.slice(start, start + FLUSH_BATCH);
+      try {
+        await this.#store.touch(batch);
+      } catch (err) {
+        // Forgotten, so that the next sighting of these sessions is noted and written again.
+        for (const { idHash } of sightings.slice(start)) this.#noted.delete(idHash.toString('hex'));
+        this.#onError(err);
+        return;
+      }
+      if (start + FLUSH_BATCH < sightings.length) await nextTurn();
     }
   }
 
