@@ -41,23 +41,27 @@ function sessionStore(pool: pg.Pool): SessionStore {
       transaction(pool, async (client) => {
         // contract §9: the user's row lock serialises that user's logins, so two at once cannot both
         // count 100 under READ COMMITTED and leave 101. The user row exists (the foreign key).
-        await client.query({
-          name: 'session-lock-user',
-          text: 'SELECT 1 FROM users WHERE username = $1 FOR UPDATE',
-          values: [s.username],
-        });
-        await client.query({
-          name: 'session-create',
-          text: 'INSERT INTO sessions (id_hash, username, created_at, expires_at, client_ip, user_agent) VALUES ($1, $2, $3, $4, $5, $6)',
-          values: [s.idHash, s.username, s.createdAt, s.expiresAt, s.clientIp, s.userAgent],
-        });
-        const evicted = await client.query({
-          name: 'session-evict',
-          text: `DELETE FROM sessions WHERE id_hash IN (
-                   SELECT id_hash FROM sessions WHERE username = $1 AND expires_at > $2 AND id_hash <> $3
-                   ORDER BY created_at DESC, id_hash DESC OFFSET $4)`,
-          values: [s.username, s.createdAt, s.idHash, Math.max(0, keep - 1)],
-        });
+        // Through query(), as every statement here: it maps failures the same way.
+        await query(
+          client,
+          'SELECT 1 FROM users WHERE username = $1 FOR UPDATE',
+          [s.username],
+          'session-lock-user',
+        );
+        await query(
+          client,
+          'INSERT INTO sessions (id_hash, username, created_at, expires_at, client_ip, user_agent) VALUES ($1, $2, $3, $4, $5, $6)',
+          [s.idHash, s.username, s.createdAt, s.expiresAt, s.clientIp, s.userAgent],
+          'session-create',
+        );
+        const evicted = await query(
+          client,
+          `DELETE FROM sessions WHERE id_hash IN (
+             SELECT id_hash FROM sessions WHERE username = $1 AND expires_at > $2 AND id_hash <> $3
+             ORDER BY created_at DESC, id_hash DESC OFFSET $4)`,
+          [s.username, s.createdAt, s.idHash, Math.max(0, keep - 1)],
+          'session-evict',
+        );
         return changed(evicted);
       }),
     list: async (username, now) =>
