@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Credentials } from './credentials.ts';
 import { hasForbiddenCharacters } from './credentials.ts';
 import type { Authenticator, LoginFailure } from './imap.ts';
-import type { Sessions } from './sessions.ts';
+import type { LoginClient, Sessions } from './sessions.ts';
 import type { UserStore } from './store/types.ts';
 import type { LoginThrottle } from './throttle.ts';
 
@@ -42,21 +42,22 @@ async function refuseHere(deps: LoginDeps, failure: LoginFailure, reason: string
 }
 
 /**
- * One login attempt from `clientIp`. `previousSessionId` (the cookie sent along) is invalidated on
+ * One login attempt from `client` (its address keys the throttle; both are kept with the session). `previousSessionId` (the cookie sent along) is invalidated on
  * success: login always mints a new id (contract §2, no session fixation).
  */
 export async function login(
   deps: LoginDeps,
   credentials: Credentials,
-  clientIp: string,
+  client: LoginClient & { readonly ip: string },
   previousSessionId: string | undefined,
 ): Promise<LoginOutcome> {
   const { username, password } = credentials;
+  const clientIp = client.ip;
   const verdict = await deps.throttle.admit(username, clientIp, password, deps.authenticator.maxVerifyMs);
   if (verdict.throttled) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
   let settled: 'success' | 'counted' | 'other' = 'other';
   try {
-    const outcome = await attempt(deps, credentials, clientIp, previousSessionId);
+    const outcome = await attempt(deps, credentials, client, previousSessionId);
     if (outcome.kind === 'success') settled = 'success';
     else if (outcome.kind === 'failure' && COUNTED.has(outcome.failure)) settled = 'counted';
     return outcome;
@@ -68,7 +69,7 @@ export async function login(
 async function attempt(
   deps: LoginDeps,
   credentials: Credentials,
-  clientIp: string,
+  client: LoginClient & { readonly ip: string },
   previousSessionId: string | undefined,
 ): Promise<LoginOutcome> {
   const { username, password } = credentials;
@@ -80,7 +81,7 @@ async function attempt(
   if (known === null && !deps.allowNewUsers)
     return refuseHere(deps, 'user_not_allowed', 'unknown user and ALLOW_NEW_USERS=false');
 
-  const verified = await deps.authenticator.verify(username, password, clientIp);
+  const verified = await deps.authenticator.verify(username, password, client.ip);
   if (!verified.ok) return fail(verified.failure, verified.reason);
 
   const admission = await deps.users.recordLogin(username, deps.sessions.now(), deps.allowNewUsers);
@@ -88,7 +89,7 @@ async function attempt(
   if (admission === 'unknown') return fail('user_not_allowed', 'unknown user and ALLOW_NEW_USERS=false');
 
   await deps.sessions.end(previousSessionId);
-  const session = await deps.sessions.start(username);
+  const session = await deps.sessions.start(username, client);
   // A disable that raced this login has either seen this session (and deleted it) or is seen here.
   const after = await deps.users.get(username);
   if (after === null || !after.active) {

@@ -7,3 +7,4 @@ await import('./auth-login.test.ts');
 await import('./auth-throttle.test.ts');
 await import('./groups.test.ts');
 await import('./store-unavailable.test.ts');
+await import('./my-sessions.test.ts');

@@ -10,3 +10,4 @@ await import('./auth-csrf.test.ts');
 await import('./session-lifecycle.test.ts');
 await import('./groups.test.ts');
 await import('./store-unavailable.test.ts');
+await import('./my-sessions.test.ts');

@@ -32,6 +32,7 @@ const COMMAND_NAMES = [
   'user disable',
   'user enable',
   'sessions purge-expired',
+  'sessions list',
   'sessions revoke',
 ];
 
@@ -272,7 +273,7 @@ describe('clubhouse in-process (runCli)', () => {
 
   test('migrate, group add|update|remove|list and member set|remove do what they say', async () => {
     const env = freshEnv();
-    assertOk(await cli(env, 'migrate'), ['Applied migrations: 1, 2, 3, 4.']);
+    assertOk(await cli(env, 'migrate'), ['Applied migrations: 1, 2, 3, 4, 5.']);
     assertOk(await cli(env, 'migrate'), ['Database is up to date.']);
     assert.deepEqual(parseOnly(await cli(env, 'migrate', '--json')), { applied: [] });
     assertOk(await cli(env, 'group', 'list'), ['No groups.']);
@@ -453,17 +454,68 @@ describe('clubhouse against the database the server has open', () => {
     assertOk(await cli(env, 'sessions', 'revoke', 'nobody'), ['Ended 0 sessions of nobody.']);
   });
 
+  test('sessions list USERNAME prints the sessions the user sees, with the same ids, newest first', async () => {
+    await cli(env, 'sessions', 'revoke', 'bob');
+    const laptop = await loginAs(t.fastify, 'bob', 'pw', { 'user-agent': 'Firefox\tlaptop' });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await loginAs(t.fastify, 'bob', 'pw', { 'user-agent': '' });
+    const seen = (
+      await t.fastify.inject({ url: '/api/auth/sessions', headers: { cookie: laptop.cookie } })
+    ).json() as {
+      id: string;
+      current: boolean;
+    }[];
+    const listed = parseOnly(await cli(env, 'sessions', 'list', 'BOB', '--json')) as {
+      username: string;
+      sessions: { id: string; current: boolean; ip: string; user_agent: string | null }[];
+    };
+    assert.equal(listed.username, 'bob');
+    assert.deepEqual(
+      listed.sessions.map((s) => s.id),
+      seen.map((s) => s.id),
+    );
+    assert.ok(
+      listed.sessions.every((s) => s.current === false),
+      'the CLI has no session of its own',
+    );
+    assert.deepEqual(
+      listed.sessions.map((s) => [s.ip, s.user_agent]),
+      [
+        ['127.0.0.1', null],
+        ['127.0.0.1', 'Firefox\tlaptop'],
+      ],
+    );
+    const text = await cli(env, 'sessions', 'list', 'bob');
+    assert.equal(text.code, 0);
+    const lines = text.out.join('\n').split('\n');
+    assert.equal(lines.length, 2);
+    assert.match(
+      lines[0] ?? '',
+      /^[0-9a-f]{32}\t\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\tlast seen \S+Z\t127\.0\.0\.1\t-$/,
+    );
+    assert.ok(lines[1]?.endsWith('\tFirefox\tlaptop'));
+    await cli(env, 'sessions', 'revoke', 'bob');
+    assertOk(await cli(env, 'sessions', 'list', 'bob'), ['No sessions of bob.']);
+    assertFailure(await cli(env, 'sessions', 'list', 'nobody'), 'no user nobody', 'an unknown user');
+    assertUsage(await cli(env, 'sessions', 'list'), 'no USERNAME');
+  });
+
   test('sessions purge-expired deletes only expired sessions', async () => {
     const live = await loginAs(t.fastify, 'erin', 'pw');
     const now = Date.now();
     const make = async (expiresAt: number) => {
       const idHash = hashSessionId(newSessionId());
-      await t.stores.sessions.create({
-        idHash,
-        username: 'erin',
-        createdAt: expiresAt - 1_209_600_000,
-        expiresAt,
-      });
+      await t.stores.sessions.create(
+        {
+          idHash,
+          username: 'erin',
+          createdAt: expiresAt - 1_209_600_000,
+          expiresAt,
+          clientIp: null,
+          userAgent: null,
+        },
+        100,
+      );
       return idHash;
     };
     const expired = [await make(now - 1), await make(now - 86_400_000), await make(now - 1_209_600_000)];
@@ -600,7 +652,7 @@ describe('clubhouse as a real process (bin/clubhouse.js)', () => {
     const fresh = { DATABASE_URL: `sqlite:${join(cwd, 'new', 'clubhouse.db')}` };
     const migrate = await runBin(['migrate'], { env: fresh, cwd });
     assert.equal(migrate.code, 0, migrate.stderr);
-    assert.equal(migrate.stdout, 'Applied migrations: 1, 2, 3, 4.\n');
+    assert.equal(migrate.stdout, 'Applied migrations: 1, 2, 3, 4, 5.\n');
     const stores = openSqliteStores(join(cwd, 'new', 'clubhouse.db'));
     try {
       assert.deepEqual(await stores.groups.exportData(), { groups: [], users: [], memberships: [] });

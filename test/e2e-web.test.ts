@@ -29,6 +29,10 @@ const JS_GZIP_BUDGET = 50 * 1024;
 const LONG_NAME = `Interdepartmental${'-working-group'.repeat(6)}`;
 const DESKTOP = { width: 1024, height: 720 };
 const PHONE = { width: 375, height: 740 };
+// Two devices for "Where you're signed in" (contract §9), as their browsers would say.
+const LAPTOP_UA = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
+const PHONE_UA =
+  'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1';
 // Generous: Chromium on a loaded two-core machine can be slow; nothing here is a timing assertion.
 const ACTION_TIMEOUT_MS = 60_000;
 const TEST_TIMEOUT = { timeout: 240_000 };
@@ -151,11 +155,15 @@ interface Tab {
  * A fresh browser context (no cookies) and page that records every console error and uncaught
  * exception. The only console errors allowed are Chromium's "Failed to load resource" lines for
  * /api answers that are refusals by design (check's 403 when signed out, a failed login's 403/429,
- * an unknown group's 404).
+ * an unknown group's 404, a group's 403 once the session was ended from another device).
  */
-async function openTab(viewport = DESKTOP): Promise<Tab> {
+async function openTab(viewport = DESKTOP, userAgent?: string): Promise<Tab> {
   assert.ok(browser !== undefined, 'browser launched');
-  const context = await browser.newContext({ viewport, baseURL: baseUrl() });
+  const context = await browser.newContext({
+    viewport,
+    baseURL: baseUrl(),
+    ...(userAgent === undefined ? {} : { userAgent }),
+  });
   context.setDefaultTimeout(ACTION_TIMEOUT_MS);
   context.setDefaultNavigationTimeout(ACTION_TIMEOUT_MS);
   const page = await context.newPage();
@@ -169,7 +177,7 @@ async function openTab(viewport = DESKTOP): Promise<Tab> {
     )?.[1];
     const expectedRefusal =
       ((status === '403' || status === '429') && where.startsWith(`${baseUrl()}/api/auth/`)) ||
-      (status === '404' && where.startsWith(`${baseUrl()}/api/group/`));
+      ((status === '404' || status === '403') && where.startsWith(`${baseUrl()}/api/group/`));
     if (!expectedRefusal) problems.push(`console ${message.type()}: ${message.text()} (${where})`);
   });
   return { page, problems, close: () => context.close() };
@@ -226,6 +234,18 @@ async function membership(page: Page): Promise<string> {
   return (await page.locator('.membership .badge').textContent()) ?? '';
 }
 
+/** The cards of "Where you're signed in" as "device" or "device (This device)". */
+async function sessionCards(page: Page): Promise<string[]> {
+  await page.locator('.session-list').waitFor();
+  return page.locator('.session-card').evaluateAll((cards) =>
+    cards.map((card) => {
+      const device = card.querySelector('h2')?.textContent ?? '';
+      const badge = card.querySelector('.badge')?.textContent;
+      return badge === undefined || badge === null ? device : `${device} (${badge})`;
+    }),
+  );
+}
+
 async function horizontalOverflow(page: Page): Promise<number> {
   return page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
 }
@@ -246,7 +266,7 @@ describe('web client: serving', () => {
   });
 
   test('/ and /group/{id} serve the shell with the CSP, the security headers and revalidation', async () => {
-    for (const pathname of ['/', '/group/7', '/group/007/']) {
+    for (const pathname of ['/', '/group/7', '/group/007/', '/sessions', '/sessions/']) {
       const response = await fetch(`${baseUrl()}${pathname}`);
       assert.equal(response.status, 200, pathname);
       assert.equal(response.headers.get('content-type'), 'text/html; charset=utf-8');
@@ -516,4 +536,83 @@ describe('web client: in a browser', () => {
       assert.equal(await horizontalOverflow(page), 0, 'group page with a long name');
     });
   });
+
+  test(
+    "Where you're signed in: two browsers see both; one ends the other, then everywhere ends both",
+    TEST_TIMEOUT,
+    async () => {
+      const alice = testUser('alice');
+      const laptop = await openTab(DESKTOP, LAPTOP_UA);
+      const phone = await openTab(PHONE, PHONE_UA);
+      try {
+        for (const tab of [laptop, phone]) {
+          await tab.page.goto('/');
+          await signIn(tab.page, alice.username, alice.password);
+          await expectHeading(tab.page, 'My groups');
+        }
+        const page = laptop.page;
+        await page.getByRole('link', { name: 'Where you’re signed in' }).click();
+        await expectHeading(page, 'Where you’re signed in');
+        assert.equal(new URL(page.url()).pathname, '/sessions');
+        // Newest first; alice's sessions of the earlier tests (Chromium's own user agent) come after.
+        const before = await sessionCards(page);
+        assert.deepEqual(before.slice(0, 2), ['Safari on iOS', 'Firefox on Linux (This device)']);
+        assert.equal(await page.locator('.session-facts dd').first().textContent(), '127.0.0.1');
+        await screenshot(page, 'sessions');
+
+        // Keyboard: the phone's button, named for its session, is reached and pressed with Enter.
+        const phoneButton = page.getByRole('button', { name: /^Sign out Safari on iOS, signed in / });
+        await phoneButton.focus();
+        await page.keyboard.press('Enter');
+        await page.locator('#sessions-status', { hasText: 'Signed out Safari on iOS.' }).waitFor();
+        assert.deepEqual(await sessionCards(page), before.slice(1), 'the phone is gone, the rest stays');
+
+        // The phone is signed out on its very next request.
+        assert.equal(await checkStatus(phone.page), 403);
+        await phone.page.getByRole('link', { name: 'Biology 2B' }).click();
+        await expectHeading(phone.page, 'Sign in');
+        assert.match((await phone.page.locator('.notice').textContent()) ?? '', /session has ended/);
+        assert.equal(await checkStatus(page), 200, 'the laptop is still signed in');
+
+        // Signed in again on the phone (phone width: nothing scrolls sideways), then everywhere ends both.
+        await signIn(phone.page, alice.username, alice.password);
+        await expectHeading(phone.page, 'Biology 2B');
+        await phone.page.goto('/sessions');
+        await expectHeading(phone.page, 'Where you’re signed in');
+        assert.deepEqual((await sessionCards(phone.page)).slice(0, 2), [
+          'Safari on iOS (This device)',
+          'Firefox on Linux',
+        ]);
+        assert.equal(await horizontalOverflow(phone.page), 0, 'the sessions page at phone width');
+        await screenshot(phone.page, 'phone-sessions');
+        await page.getByRole('button', { name: 'Sign out everywhere' }).click();
+        await expectHeading(page, 'Sign in');
+        assert.equal(await page.locator('.notice').textContent(), 'You have signed out everywhere.');
+        assert.equal(await checkStatus(page), 403);
+        assert.equal(await checkStatus(phone.page), 403);
+        await phone.page.reload();
+        await expectHeading(phone.page, 'Sign in');
+        for (const tab of [laptop, phone]) assert.deepEqual(tab.problems, [], 'no console or page errors');
+        const errors = serverLogs.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
+        assert.deepEqual(errors, [], 'no server errors');
+      } finally {
+        await laptop.close();
+        await phone.close();
+      }
+    },
+  );
+
+  test('ending this device from the list signs it out', TEST_TIMEOUT, () =>
+    withTab(DESKTOP, async (page) => {
+      const bob = testUser('bob');
+      await page.goto('/sessions');
+      await expectHeading(page, 'Sign in');
+      await signIn(page, bob.username, bob.password);
+      await expectHeading(page, 'Where you’re signed in');
+      await page.getByRole('button', { name: /\(this device\), signed in / }).click();
+      await expectHeading(page, 'Sign in');
+      assert.equal(await page.locator('.notice').textContent(), 'You have signed out.');
+      assert.equal(await checkStatus(page), 403);
+    }),
+  );
 });

@@ -36,7 +36,7 @@ test('ten instances migrating one database at once apply each migration exactly 
   const results = await Promise.all(Array.from({ length: 10 }, () => migratePostgres(db.url)));
   assert.deepEqual(
     results.filter((applied) => applied.length > 0),
-    [[1, 2, 3]],
+    [[1, 2, 3, 4]],
   );
   assert.deepEqual(await migratePostgres(db.url), []);
   const client = new pg.Client({ connectionString: db.url });
@@ -47,6 +47,7 @@ test('ten instances migrating one database at once apply each migration exactly 
       { version: 1, name: 'users, sessions, throttle' },
       { version: 2, name: 'groups and memberships' },
       { version: 3, name: 'guesses in flight' },
+      { version: 4, name: 'where sessions were started, and when last seen' },
     ]);
   } finally {
     await client.end();
@@ -224,7 +225,7 @@ describe('the clubhouse command against PostgreSQL, with sessions in Redis', () 
   }
 
   test('migrate, import, export, group and member commands, user disable and sessions revoke', async () => {
-    assert.deepEqual(await cli('migrate'), { code: 0, out: ['Applied migrations: 1, 2, 3.'], err: [] });
+    assert.deepEqual(await cli('migrate'), { code: 0, out: ['Applied migrations: 1, 2, 3, 4.'], err: [] });
     assert.deepEqual(await cli('migrate'), { code: 0, out: ['Database is up to date.'], err: [] });
     const file = join(dir, 'import.json');
     const data = {
@@ -272,12 +273,17 @@ describe('the clubhouse command against PostgreSQL, with sessions in Redis', () 
     });
     const now = Date.now();
     const session = (n: number, username: string) =>
-      stores.sessions.create({
-        idHash: Buffer.alloc(32, n),
-        username,
-        createdAt: now,
-        expiresAt: now + 60_000,
-      });
+      stores.sessions.create(
+        {
+          idHash: Buffer.alloc(32, n),
+          username,
+          createdAt: now,
+          expiresAt: now + 60_000,
+          clientIp: null,
+          userAgent: null,
+        },
+        100,
+      );
     await session(1, 'dave');
     await session(2, 'dave');
     await session(3, 'alice');

@@ -36,6 +36,9 @@ describe('/api/schema', () => {
       '/api/auth/check': ['get'],
       '/api/auth/login': ['post'],
       '/api/auth/logout': ['post'],
+      '/api/auth/logout-everywhere': ['post'],
+      '/api/auth/sessions': ['get'],
+      '/api/auth/sessions/{id}': ['delete'],
       '/api/group': ['get'],
       '/api/group/{id}': ['get'],
       '/healthz': ['get'],
@@ -63,5 +66,27 @@ describe('/api/schema', () => {
     const login = doc['paths']['/api/auth/login']['post'];
     assert.deepEqual(login.requestBody.content['application/json'].schema.required, ['username', 'password']);
     assert.deepEqual(Object.keys(login.responses).sort(), ['200', '400', '403', '413', '415', '429', '503']);
+  });
+
+  test('contract §9: the session list is described field by field, and the delete by its 204 and 404', () => {
+    const list =
+      doc['paths']['/api/auth/sessions']['get']['responses']['200']['content']['application/json']['schema'];
+    assert.equal(list.type, 'array');
+    assert.deepEqual(Object.keys(list.items.properties).sort(), [
+      'created',
+      'current',
+      'id',
+      'ip',
+      'last_seen',
+      'user_agent',
+    ]);
+    assert.equal(list.items.properties.id.minLength, 16);
+    const remove = doc['paths']['/api/auth/sessions/{id}']['delete'];
+    assert.deepEqual(Object.keys(remove.responses).sort(), ['204', '403', '404', '503']);
+    assert.deepEqual(Object.keys(doc['paths']['/api/auth/logout-everywhere']['post']['responses']).sort(), [
+      '200',
+      '403',
+      '503',
+    ]);
   });
 });

@@ -19,7 +19,7 @@ describe('the session cache across processes', {
   before(async () => {
     a = await startTestApp({ authenticator: fakeAuthenticator({ alice: 'pw', bob: 'pw' }) });
     b = await startTestApp({
-      authenticator: fakeAuthenticator({}),
+      authenticator: fakeAuthenticator({ alice: 'pw' }),
       env: { DATABASE_URL: a.config.databaseUrl },
     });
   });
@@ -63,6 +63,49 @@ describe('the session cache across processes', {
       assert.equal((await check(t, bob.cookie)).statusCode, 403, 'disabled');
     }
     assert.equal(await cli('user', 'enable', 'bob'), 0);
+  });
+
+  test('contract §9: a session ended by its handle on A is refused by B on its very next request', async () => {
+    const laptop = await loginAs(a.fastify, 'alice', 'pw');
+    const phone = await loginAs(a.fastify, 'alice', 'pw');
+    for (const t of [a, b]) assert.equal((await check(t, phone.cookie)).statusCode, 200, 'cached');
+    const listed = await b.fastify.inject({ url: '/api/auth/sessions', headers: { cookie: laptop.cookie } });
+    const other = (listed.json() as { id: string; current: boolean }[]).find((s) => !s.current)!;
+    const ended = await a.fastify.inject({
+      method: 'DELETE',
+      url: `/api/auth/sessions/${other.id}`,
+      headers: { cookie: laptop.cookie },
+    });
+    assert.equal(ended.statusCode, 204);
+    assert.equal((await check(b, phone.cookie)).statusCode, 403);
+    assert.equal((await check(a, phone.cookie)).statusCode, 403);
+    assert.equal((await check(b, laptop.cookie)).statusCode, 200);
+  });
+
+  test('contract §9: logout everywhere on B ends on A at once every cached session of the user', async () => {
+    const sessions = [];
+    for (let i = 0; i < 3; i++) sessions.push(await loginAs(a.fastify, 'alice', 'pw'));
+    const bob = await loginAs(a.fastify, 'bob', 'pw');
+    for (const s of [...sessions, bob]) assert.equal((await check(a, s.cookie)).statusCode, 200);
+    const out = await b.fastify.inject({
+      method: 'POST',
+      url: '/api/auth/logout-everywhere',
+      headers: { cookie: sessions[0]!.cookie },
+    });
+    assert.equal(out.statusCode, 200);
+    for (const s of sessions) assert.equal((await check(a, s.cookie)).statusCode, 403);
+    assert.equal((await check(a, bob.cookie)).statusCode, 200);
+  });
+
+  test('contract §9: the 101st login on B ends the oldest session, cached on A, at once', async () => {
+    await a.stores.sessions.revokeUser('alice');
+    const first = await loginAs(a.fastify, 'alice', 'pw');
+    assert.equal((await check(a, first.cookie)).statusCode, 200);
+    for (let i = 0; i < 100; i++) {
+      assert.equal((await loginAs(b.fastify, 'alice', 'pw')).response.statusCode, 200);
+      await new Promise((resolve) => setTimeout(resolve, 2)); // one creation time each: "oldest" is exact
+    }
+    assert.equal((await check(a, first.cookie)).statusCode, 403);
   });
 
   test('a session deleted while its process was idle past the log retention is still refused', async () => {
@@ -128,7 +171,17 @@ describe('the session cache when reading the deletion log fails', () => {
       const now = Date.now();
       const idHash = Buffer.alloc(32, 7);
       dbA.prepare('INSERT INTO users (username, active, created_at) VALUES (?, 1, ?)').run('alice', now);
-      await a.create({ idHash, username: 'alice', createdAt: now, expiresAt: now + 60_000 });
+      await a.create(
+        {
+          idHash,
+          username: 'alice',
+          createdAt: now,
+          expiresAt: now + 60_000,
+          clientIp: null,
+          userAgent: null,
+        },
+        100,
+      );
       assert.equal((await b.get(idHash, now))?.username, 'alice', 'cached in B');
       assert.equal(await a.delete(idHash), true);
       armed = true;

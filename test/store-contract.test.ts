@@ -9,7 +9,7 @@ import { StoreUnavailableError } from '../src/errors.ts';
 import { applyImport } from '../src/import.ts';
 import { ImportConflictError } from '../src/store/conflicts.ts';
 import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from '../src/store/limits.ts';
-import type { Group, PendingGuess, Stores } from '../src/store/types.ts';
+import type { Group, NewSession, PendingGuess, Stores } from '../src/store/types.ts';
 import { disableUser } from '../src/users.ts';
 import { startPgBouncer } from './helpers/pgbouncer.ts';
 import { startPostgres } from './helpers/postgres.ts';
@@ -66,12 +66,17 @@ for (const backend of pgbouncer === null
     }
 
     async function session(label: string, username: string, lifetimeMs = DAY) {
-      await stores.sessions.create({
-        idHash: idOf(label),
-        username,
-        createdAt: now,
-        expiresAt: now + lifetimeMs,
-      });
+      await stores.sessions.create(
+        {
+          idHash: idOf(label),
+          username,
+          createdAt: now,
+          expiresAt: now + lifetimeMs,
+          clientIp: null,
+          userAgent: null,
+        },
+        100,
+      );
     }
 
     describe('sessions', () => {
@@ -194,15 +199,149 @@ for (const backend of pgbouncer === null
         await user('alice');
         const id = 'abcdefghijklmnopqrstuvwxyz012345';
         const hash = createHash('sha256').update(id).digest();
-        await stores.sessions.create({
-          idHash: hash,
-          username: 'alice',
-          createdAt: now,
-          expiresAt: now + DAY,
-        });
+        await stores.sessions.create(
+          {
+            idHash: hash,
+            username: 'alice',
+            createdAt: now,
+            expiresAt: now + DAY,
+            clientIp: null,
+            userAgent: null,
+          },
+          100,
+        );
         const dump = await backend.dump(stores);
         assert.ok(dump.includes(hash.toString('hex')), 'the hash is the key');
         assert.ok(!dump.includes(id), 'the raw id is nowhere');
+      });
+    });
+
+    describe('my sessions (contract §9)', () => {
+      const make = (label: string, username: string, at: number, client: Partial<NewSession> = {}) =>
+        stores.sessions.create(
+          {
+            idHash: idOf(label),
+            username,
+            createdAt: at,
+            expiresAt: at + DAY,
+            clientIp: null,
+            userAgent: null,
+            ...client,
+          },
+          100,
+        );
+
+      test('list answers the user’s live sessions with where they started; nobody else’s, nothing expired', async () => {
+        await user('alice');
+        await user('bob');
+        const ua = `Mozilla/5.0 ${'é'.repeat(200)} “quoted” 🙂`;
+        await make('a1', 'alice', now, { clientIp: '192.0.2.10', userAgent: ua });
+        await make('a2', 'alice', now + 1, { clientIp: '2001:db8::1' });
+        await make('b1', 'bob', now);
+        await stores.sessions.create(
+          {
+            idHash: idOf('a-old'),
+            username: 'alice',
+            createdAt: now - DAY,
+            expiresAt: now,
+            clientIp: null,
+            userAgent: null,
+          },
+          100,
+        );
+        const listed = (await stores.sessions.list('alice', now)).sort((a, b) => a.createdAt - b.createdAt);
+        assert.deepEqual(listed, [
+          {
+            idHash: idOf('a1'),
+            createdAt: now,
+            expiresAt: now + DAY,
+            lastSeen: null,
+            clientIp: '192.0.2.10',
+            userAgent: ua,
+          },
+          {
+            idHash: idOf('a2'),
+            createdAt: now + 1,
+            expiresAt: now + 1 + DAY,
+            lastSeen: null,
+            clientIp: '2001:db8::1',
+            userAgent: null,
+          },
+        ]);
+        assert.deepEqual(await stores.sessions.list('carol', now), []);
+      });
+
+      test('touch moves last_seen forward only, and never brings back a deleted session', async () => {
+        await user('alice');
+        await make('a1', 'alice', now);
+        await make('a2', 'alice', now);
+        await stores.sessions.touch([{ idHash: idOf('a1'), at: now + 5000 }]);
+        await stores.sessions.touch([{ idHash: idOf('a1'), at: now + 1000 }]);
+        await stores.sessions.delete(idOf('a2'));
+        await stores.sessions.touch([
+          { idHash: idOf('a2'), at: now + 7000 },
+          { idHash: idOf('never'), at: now + 7000 },
+        ]);
+        await stores.sessions.touch([]);
+        const listed = await stores.sessions.list('alice', now);
+        assert.deepEqual(
+          listed.map((s) => [s.idHash.toString('hex'), s.lastSeen]),
+          [[idOf('a1').toString('hex'), now + 5000]],
+        );
+        assert.equal(await stores.sessions.get(idOf('a2'), now), null);
+        assert.equal(await stores.sessions.get(idOf('never'), now), null);
+        assert.equal(await stores.sessions.countActive(now), 1);
+        const dump = await backend.dump(stores);
+        assert.ok(!dump.includes(idOf('a2').toString('hex')), 'nothing left of the deleted session');
+      });
+
+      test('the 101st session ends the oldest, in the same step; other users are untouched', async () => {
+        await user('alice');
+        await user('bob');
+        await make('b1', 'bob', now);
+        for (let i = 0; i < 100; i++) assert.equal(await make(`a${i}`, 'alice', now + i), 0);
+        assert.equal(await make('a100', 'alice', now + 100), 1);
+        assert.equal(await stores.sessions.get(idOf('a0'), now + 100), null, 'the oldest ended');
+        assert.equal((await stores.sessions.get(idOf('a1'), now + 100))?.username, 'alice');
+        assert.equal((await stores.sessions.get(idOf('a100'), now + 100))?.username, 'alice');
+        assert.equal(await stores.sessions.countUser('alice', now + 100), 100);
+        assert.equal((await stores.sessions.list('alice', now + 100)).length, 100);
+        assert.equal(await stores.sessions.countUser('bob', now + 100), 1);
+        assert.equal(await stores.sessions.countActive(now + 100), 101);
+      });
+
+      test('expired sessions do not count toward the cap', async () => {
+        await user('alice');
+        for (let i = 0; i < 100; i++)
+          await stores.sessions.create(
+            {
+              idHash: idOf(`old${i}`),
+              username: 'alice',
+              createdAt: now - DAY,
+              expiresAt: now,
+              clientIp: null,
+              userAgent: null,
+            },
+            100,
+          );
+        assert.equal(await make('new', 'alice', now), 0);
+        assert.equal(await stores.sessions.countUser('alice', now), 1);
+      });
+
+      test('20 logins at once beyond the cap leave exactly 100, the newest', async () => {
+        await user('alice');
+        for (let i = 0; i < 95; i++) await make(`a${i}`, 'alice', now + i);
+        const ended = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => make(`burst${i}`, 'alice', now + 1000 + i)),
+        );
+        assert.equal(
+          ended.reduce((sum, n) => sum + n, 0),
+          15,
+        );
+        assert.equal(await stores.sessions.countUser('alice', now + 2000), 100);
+        for (let i = 0; i < 20; i++)
+          assert.equal((await stores.sessions.get(idOf(`burst${i}`), now + 2000))?.username, 'alice');
+        for (let i = 0; i < 15; i++) assert.equal(await stores.sessions.get(idOf(`a${i}`), now + 2000), null);
       });
     });
 

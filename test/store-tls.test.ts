@@ -192,12 +192,17 @@ describe('Redis over TLS', () => {
     await withStores(sessionsEnv(redis.tlsUrl!, trusted.caFile), async (stores) => {
       const idHash = Buffer.alloc(32, 7);
       await stores.users.recordLogin('alice', Date.now(), true);
-      await stores.sessions.create({
-        idHash,
-        username: 'alice',
-        createdAt: Date.now(),
-        expiresAt: Date.now() + 60_000,
-      });
+      await stores.sessions.create(
+        {
+          idHash,
+          username: 'alice',
+          createdAt: Date.now(),
+          expiresAt: Date.now() + 60_000,
+          clientIp: null,
+          userAgent: null,
+        },
+        100,
+      );
       assert.equal((await stores.sessions.get(idHash, Date.now()))?.username, 'alice');
       assert.deepEqual(stores.tls, { database: 'local', sessions: 'verified' });
     });

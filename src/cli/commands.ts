@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { configReport } from '../config-report.ts';
 import { applyImport } from '../import.ts';
+import { Sessions, type SessionView, sharedSecret } from '../sessions.ts';
 import { migrateStores } from '../store/open.ts';
 import type { Stores } from '../store/types.ts';
 import { disableUser, enableUser, revokeSessions } from '../users.ts';
@@ -28,6 +29,11 @@ function userCommand<R extends object>(
       report(context, { username, ...result }, text(username, result));
     },
   };
+}
+
+/** One session as `sessions list` prints it: tab-separated, "-" for what is not known. */
+function sessionLine(s: SessionView): string {
+  return [s.id, s.created, `last seen ${s.last_seen}`, s.ip ?? '-', s.user_agent ?? '-'].join('\t');
 }
 
 export const COMMANDS: readonly Command[] = [
@@ -152,6 +158,26 @@ export const COMMANDS: readonly Command[] = [
     async run(context) {
       const purged = await (await context.stores()).sessions.purgeExpired(context.now());
       report(context, { purged }, `Deleted ${purged} expired sessions.`);
+    },
+  },
+  {
+    name: 'sessions list',
+    usage: 'sessions list USERNAME',
+    summary:
+      "List a user's live sessions, newest first: id (as the user sees it), created, last seen, IP, user agent.",
+    positionals: 1,
+    async run(context, { positionals }) {
+      const username = parseUsername(positionals[0], context.config);
+      const stores = await context.stores();
+      if ((await stores.users.get(username)) === null) throw new CommandError(`no user ${username}`);
+      // The ids the user sees are keyed by the service's secret (contract §9): the CLI reads the same.
+      const secret = await sharedSecret(context.config.secretKey, stores);
+      const sessions = await new Sessions(stores.sessions, context.now, { secret }).list(username, undefined);
+      report(
+        context,
+        { username, sessions },
+        sessions.length === 0 ? `No sessions of ${username}.` : sessions.map(sessionLine).join('\n'),
+      );
     },
   },
   userCommand(

@@ -22,8 +22,9 @@ import { createMetrics, type Metrics } from '../metrics.ts';
 import { registerAuthRoutes } from '../routes/auth.ts';
 import { registerGroupRoutes } from '../routes/groups.ts';
 import { registerOps, registerSchemaRoute } from '../routes/ops.ts';
+import { registerSessionRoutes } from '../routes/sessions.ts';
 import { OPENAPI_INFO } from '../schemas.ts';
-import { Sessions } from '../sessions.ts';
+import { Sessions, sharedSecret } from '../sessions.ts';
 import type { Stores } from '../store/types.ts';
 import { LoginThrottle } from '../throttle.ts';
 import { hostAllowed, isProbePath } from './allowed-hosts.ts';
@@ -100,7 +101,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const now = deps.now ?? Date.now;
   const trusted: ReadonlySet<string> = new Set(config.trustedOrigins);
   const metrics = deps.metrics ?? createMetrics();
-  const sessions = new Sessions(stores.sessions, now);
+  // Handles of sessions (contract §9) are keyed by the same secret as the throttle: one per database.
+  const secret = await sharedSecret(config.secretKey, stores);
+  const sessions = new Sessions(stores.sessions, now, {
+    secret,
+    onError: (err) => deps.logger.warn({ err }, 'recording last_seen failed'),
+  });
   const lifecycle = { closing: false };
   const allowedHost = hostAllowed(config.allowedHosts);
   const entry = edgeEntry(allowedHost, trusted);
@@ -168,7 +174,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   supportEveryMethod(fastify);
 
   const hooks = sessionHooks(fastify, sessions);
-  const secret = config.secretKey === null ? await stores.secretKey() : Buffer.from(config.secretKey);
   const throttle = new LoginThrottle(stores.throttle, config.throttle, secret, now);
   const login: LoginDeps = {
     users: stores.users,
@@ -179,6 +184,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   };
   const endpoint = apiEndpoints(fastify, trusted);
   registerAuthRoutes(endpoint, { config, sessions, hooks, login, metrics });
+  registerSessionRoutes(endpoint, { config, sessions, hooks });
   registerGroupRoutes(endpoint, { hooks, groups: stores.groups });
   registerSchemaRoute(fastify, endpoint);
   registerWebClient(fastify);
@@ -189,6 +195,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     lifecycle.closing = true;
     done();
   });
+  // The last sightings are written before whoever closed us closes the stores.
+  fastify.addHook('onClose', () => sessions.close());
   metrics.setSources({
     imap: () => authenticator.stats(),
     activeSessions: () => stores.sessions.countActive(now()),

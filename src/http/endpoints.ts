@@ -44,6 +44,10 @@ export interface EndpointRoutes {
     options: RouteOptions,
     handler: Handler<G>,
   ): void;
+  delete<G extends RouteGenericInterface = RouteGenericInterface>(
+    options: RouteOptions,
+    handler: Handler<G>,
+  ): void;
 }
 
 export interface EndpointOptions {
@@ -51,7 +55,7 @@ export interface EndpointOptions {
   readonly url: string;
   /** Name in the OPTIONS body. */
   readonly name: string;
-  /** Runs on POST before the body is read (the CSRF check, contract §7). */
+  /** Runs on POST and DELETE before the body is read (the CSRF check, contract §7 and §9). */
   readonly beforeBody?: (request: FastifyRequest) => void;
 }
 
@@ -77,7 +81,7 @@ function declareEndpoint(
   declare: (routes: EndpointRoutes) => void,
 ): void {
   const { url } = options;
-  const adders: { method: 'GET' | 'POST'; add: () => void }[] = [];
+  const adders: { method: 'GET' | 'POST' | 'DELETE'; add: () => void }[] = [];
   // attachValidation: input is checked by the handlers, which answer in the contract's own shapes
   // (DRF field errors, 404 for a bad id) rather than Fastify's.
   declare({
@@ -91,17 +95,23 @@ function declareEndpoint(
         method: 'POST',
         add: () => app.post(url, { ...routeOptions(route), attachValidation: true }, handler),
       }),
+    delete: (route, handler) =>
+      adders.push({
+        method: 'DELETE',
+        add: () => app.delete(url, { ...routeOptions(route), attachValidation: true }, handler),
+      }),
   });
   const declared = new Set(adders.map((adder) => adder.method));
   const methods = [
     ...(declared.has('GET') ? ['GET', 'HEAD'] : []),
     ...(declared.has('POST') ? ['POST'] : []),
+    ...(declared.has('DELETE') ? ['DELETE'] : []),
     'OPTIONS',
   ];
   const allow = methods.join(', ');
   const onRequest = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     reply.header('allow', allow);
-    if (request.method === 'POST') options.beforeBody?.(request);
+    if (request.method === 'POST' || request.method === 'DELETE') options.beforeBody?.(request);
     done();
   };
   function routeOptions(route: RouteOptions) {

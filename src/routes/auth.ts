@@ -11,7 +11,7 @@ import { sendJson } from '../http/headers.ts';
 import type { SessionHooks } from '../http/session.ts';
 import type { Metrics } from '../metrics.ts';
 import { SCHEMAS } from '../schemas.ts';
-import { newCsrfToken, type Sessions } from '../sessions.ts';
+import { keptUserAgent, newCsrfToken, type Sessions } from '../sessions.ts';
 
 export interface AuthRouteDeps {
   readonly config: Pick<Config, 'cookieSecure' | 'trustedOrigins' | 'usernameCase'>;
@@ -46,9 +46,23 @@ function singleHeader(value: string | string[] | undefined): string | undefined 
   return Array.isArray(value) ? value.join(',') : value;
 }
 
-function secureCookies(config: AuthRouteDeps['config'], request: FastifyRequest): boolean {
+/** Whether cookies set in answer to `request` are Secure. */
+export function secureCookies(config: Pick<Config, 'cookieSecure'>, request: FastifyRequest): boolean {
   // contract §2: Secure when configured, or when a trusted proxy says the client used TLS.
   return config.cookieSecure || request.protocol === 'https';
+}
+
+/** Answers as logout does (contract §2): 200 "", the session cookie cleared, Clear-Site-Data. */
+export function loggedOut(
+  config: Pick<Config, 'cookieSecure'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) {
+  reply.headers({
+    'set-cookie': clearedSessionCookie(secureCookies(config, request)),
+    'clear-site-data': '"cookies"',
+  });
+  return sendJson(reply, 200, LOGGED_OUT);
 }
 
 /** The three auth endpoints (the raw check path, http/raw-check.ts, answers check when it can). */
@@ -72,7 +86,8 @@ export function registerAuthRoutes(endpoint: DeclareEndpoint, deps: AuthRouteDep
     const outcome = await login(
       deps.login,
       parsed.credentials,
-      request.ip,
+      // contract §9: kept with the session; the address as the audit line has it (TRUST_PROXY).
+      { ip: request.ip, userAgent: keptUserAgent(singleHeader(request.headers['user-agent'])) },
       readCookies(request.headers).sessionid,
     );
     const audit = {
@@ -100,11 +115,7 @@ export function registerAuthRoutes(endpoint: DeclareEndpoint, deps: AuthRouteDep
 
   const logout = async (request: FastifyRequest, reply: FastifyReply) => {
     await sessions.end(readCookies(request.headers).sessionid);
-    reply.headers({
-      'set-cookie': clearedSessionCookie(secureCookies(config, request)),
-      'clear-site-data': '"cookies"',
-    });
-    return sendJson(reply, 200, LOGGED_OUT);
+    return loggedOut(config, request, reply);
   };
 
   endpoint({ url: '/api/auth/check', name: 'Check' }, (routes) =>

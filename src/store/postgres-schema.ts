@@ -88,4 +88,14 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX throttle_pending_by_expiry ON throttle_pending (expires_at);
     `,
   },
+  {
+    version: 4,
+    name: 'where sessions were started, and when last seen',
+    sql: `
+      -- contract §9 (as SQLite's version 5): sessions started before keep NULLs.
+      ALTER TABLE sessions ADD COLUMN client_ip text;
+      ALTER TABLE sessions ADD COLUMN user_agent text CHECK (user_agent IS NULL OR char_length(user_agent) <= 256);
+      ALTER TABLE sessions ADD COLUMN last_seen bigint;
+    `,
+  },
 ];

@@ -11,11 +11,12 @@ import {
   type PostgresConnection,
   postgresConnection,
   query,
+  transaction,
 } from './postgres-pool.ts';
 import { postgresThrottleStore } from './postgres-throttle.ts';
 import { GROUP_QUERIES, sqlGroupStore } from './sql/groups.ts';
 import { secretKey, sqlUserStore } from './sql/users.ts';
-import type { SessionStore, Stores } from './types.ts';
+import type { SessionStore, StoredSession, Stores } from './types.ts';
 
 /** The SQL of the two group endpoints as PostgreSQL runs them (postgres-store.test.ts, plans). */
 export const POSTGRES_GROUP_QUERIES = GROUP_QUERIES;
@@ -23,14 +24,71 @@ export const POSTGRES_GROUP_QUERIES = GROUP_QUERIES;
 const count = (result: pg.QueryResult<{ n: string }>) => Number(result.rows[0]?.n ?? 0);
 const changed = (result: pg.QueryResult) => result.rowCount ?? 0;
 
+interface SessionRow {
+  id_hash: Buffer;
+  created_at: string;
+  expires_at: string;
+  last_seen: string | null;
+  client_ip: string | null;
+  user_agent: string | null;
+}
+
+const storedSession = (row: SessionRow): StoredSession => ({
+  idHash: row.id_hash,
+  createdAt: Number(row.created_at),
+  expiresAt: Number(row.expires_at),
+  lastSeen: row.last_seen === null ? null : Number(row.last_seen),
+  clientIp: row.client_ip,
+  userAgent: row.user_agent,
+});
+
 function sessionStore(pool: pg.Pool): SessionStore {
   return {
-    create: async (s) => {
+    create: (s, keep) =>
+      transaction(pool, async (client) => {
+        // contract §9: the user's row lock serialises that user's logins, so two at once cannot both
+        // count 100 under READ COMMITTED and leave 101. The user row exists (the foreign key).
+        // Through query(), as every statement here: it maps failures the same way.
+        await query(
+          client,
+          'SELECT 1 FROM users WHERE username = $1 FOR UPDATE',
+          [s.username],
+          'session-lock-user',
+        );
+        await query(
+          client,
+          'INSERT INTO sessions (id_hash, username, created_at, expires_at, client_ip, user_agent) VALUES ($1, $2, $3, $4, $5, $6)',
+          [s.idHash, s.username, s.createdAt, s.expiresAt, s.clientIp, s.userAgent],
+          'session-create',
+        );
+        const evicted = await query(
+          client,
+          `DELETE FROM sessions WHERE id_hash IN (
+             SELECT id_hash FROM sessions WHERE username = $1 AND expires_at > $2 AND id_hash <> $3
+             ORDER BY created_at DESC, id_hash DESC OFFSET $4)`,
+          [s.username, s.createdAt, s.idHash, Math.max(0, keep - 1)],
+          'session-evict',
+        );
+        return changed(evicted);
+      }),
+    list: async (username, now) =>
+      (
+        await query<SessionRow>(
+          pool,
+          'SELECT id_hash, created_at, expires_at, last_seen, client_ip, user_agent FROM sessions WHERE username = $1 AND expires_at > $2',
+          [username, now],
+          'session-list',
+        )
+      ).rows.map(storedSession),
+    touch: async (sightings) => {
+      if (sightings.length === 0) return;
+      // One statement for the whole batch; an id deleted meanwhile matches nothing.
       await query(
         pool,
-        'INSERT INTO sessions (id_hash, username, created_at, expires_at) VALUES ($1, $2, $3, $4)',
-        [s.idHash, s.username, s.createdAt, s.expiresAt],
-        'session-create',
+        `UPDATE sessions SET last_seen = v.at FROM unnest($1::bytea[], $2::bigint[]) AS v(h, at)
+          WHERE id_hash = v.h AND coalesce(last_seen, 0) < v.at`,
+        [sightings.map((s) => s.idHash), sightings.map((s) => s.at)],
+        'session-touch',
       );
     },
     get: async (idHash, now) => {

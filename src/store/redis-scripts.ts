@@ -10,17 +10,57 @@ export interface RedisScript {
 
 export const SCRIPTS = {
   // KEYS: session, user-sessions:<user>, session-expiry. ARGV: id hex, username, created_at,
-  // expires_at, ttl ms. The user's set drops members already expired and lives as long as its
-  // longest session.
+  // expires_at, ttl ms, keep, session prefix, client ip ('' unknown), user agent ('' unknown). The
+  // user's set drops members already expired and lives as long as its longest session; then the
+  // user's oldest live sessions beyond `keep` end, in the same step (contract §9). Returns how many.
   create: {
     keys: 3,
     lua: `
       redis.call('HSET', KEYS[1], 'username', ARGV[2], 'created_at', ARGV[3], 'expires_at', ARGV[4])
+      if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'client_ip', ARGV[8]) end
+      if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'user_agent', ARGV[9]) end
       redis.call('PEXPIRE', KEYS[1], ARGV[5])
       redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3])
       redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
       if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[5]) then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end
       redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
+      local excess = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[6])
+      local ended = 0
+      if excess > 0 then
+        -- Scored by expiry, which is creation plus the fixed lifetime: the lowest are the oldest.
+        for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, excess)) do
+          if id ~= ARGV[1] and ended < excess then
+            redis.call('DEL', ARGV[7] .. id)
+            redis.call('ZREM', KEYS[2], id)
+            redis.call('ZREM', KEYS[3], id)
+            ended = ended + 1
+          end
+        end
+      end
+      return ended`,
+  },
+  // KEYS: user-sessions:<user>. ARGV: now, session prefix. The user's live sessions, flat: id hex,
+  // created_at, expires_at, last_seen, client ip, user agent ('' for unknown) for each.
+  list: {
+    keys: 1,
+    lua: `
+      local out = {}
+      for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf')) do
+        local f = redis.call('HMGET', ARGV[2] .. id, 'created_at', 'expires_at', 'last_seen', 'client_ip', 'user_agent')
+        if f[1] then
+          out[#out + 1] = id
+          for i = 1, 5 do out[#out + 1] = f[i] or '' end
+        end
+      end
+      return out`,
+  },
+  // KEYS: session. ARGV: time seen. last_seen only moves forward; a deleted session is not recreated.
+  touch: {
+    keys: 1,
+    lua: `
+      if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+      local seen = tonumber(redis.call('HGET', KEYS[1], 'last_seen') or '0')
+      if tonumber(ARGV[1]) > seen then redis.call('HSET', KEYS[1], 'last_seen', ARGV[1]) end
       return 1`,
   },
   // KEYS: session, session-expiry. ARGV: id hex, user-sessions prefix. 1 when the session was there.

@@ -1,7 +1,8 @@
 // Sessions and throttle counters in Redis (SESSION_STORE=redis://…); groups and users stay in the
 // database. Key layout, under a configurable prefix P (default "clubhouse:"):
 //
-//   P session:<sha256 hex>          hash {username, created_at, expires_at}, PEXPIRE to its expiry
+//   P session:<sha256 hex>          hash {username, created_at, expires_at, and when known client_ip,
+//                                   user_agent, last_seen}, PEXPIRE to its expiry
 //   P user-sessions:<username>      sorted set: session hex → expires_at (revokeUser, countUser)
 //   P session-expiry                sorted set: session hex → expires_at, every session
 //                                   (countActive: ZCOUNT, O(log N); purgeExpired: a range, O(log N + M))
@@ -18,7 +19,7 @@ import { Redis, ReplyError } from 'ioredis';
 import { StoreUnavailableError } from '../errors.ts';
 import { SCRIPTS, type ScriptName } from './redis-scripts.ts';
 import { parseRedisTarget, type RedisTarget, redisTlsOptions } from './redis-url.ts';
-import type { SessionStore, ThrottleStore } from './types.ts';
+import type { SessionStore, StoredSession, ThrottleStore } from './types.ts';
 
 export const DEFAULT_KEY_PREFIX = 'clubhouse:';
 
@@ -91,15 +92,48 @@ const PURGE_BATCH = 500;
 
 function sessionStore(client: Redis, k: ReturnType<typeof keys>, run: Scripts): SessionStore {
   return {
-    create: async (s) => {
+    create: async (s, keep) => {
       const idHex = s.idHash.toString('hex');
       // The key lives as long as the session, at least 1 ms (PEXPIRE refuses 0).
       const ttlMs = Math.max(1, s.expiresAt - s.createdAt);
-      await mapped(
+      const ended = await mapped(
         run.create(
           [k.session(idHex), k.userSessions(s.username), k.expiry],
-          [idHex, s.username, s.createdAt, s.expiresAt, ttlMs],
+          [
+            idHex,
+            s.username,
+            s.createdAt,
+            s.expiresAt,
+            ttlMs,
+            keep,
+            k.sessionPrefix,
+            s.clientIp ?? '',
+            s.userAgent ?? '',
+          ],
         ),
+      );
+      return Number(ended);
+    },
+    list: async (username, now) => {
+      const flat = (await mapped(run.list([k.userSessions(username)], [now, k.sessionPrefix]))) as string[];
+      const sessions: StoredSession[] = [];
+      const known = (value: string | undefined) => (value === undefined || value === '' ? null : value);
+      for (let i = 0; i + 5 < flat.length; i += 6) {
+        const lastSeen = known(flat[i + 3]);
+        sessions.push({
+          idHash: Buffer.from(flat[i] ?? '', 'hex'),
+          createdAt: Number(flat[i + 1]),
+          expiresAt: Number(flat[i + 2]),
+          lastSeen: lastSeen === null ? null : Number(lastSeen),
+          clientIp: known(flat[i + 4]),
+          userAgent: known(flat[i + 5]),
+        });
+      }
+      return sessions;
+    },
+    touch: async (sightings) => {
+      await Promise.all(
+        sightings.map(({ idHash, at }) => mapped(run.touch([k.session(idHash.toString('hex'))], [at]))),
       );
     },
     get: async (idHash, now) => {

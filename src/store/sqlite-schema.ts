@@ -110,4 +110,16 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX throttle_pending_by_expiry ON throttle_pending (expires_at);
     `,
   },
+  {
+    version: 5,
+    name: 'where sessions were started, and when last seen',
+    sql: `
+      -- contract §9: the login request's client address and user agent (cut at 256 characters), and
+      -- the last time the session was seen (written in batches, sessions.ts). Sessions started before
+      -- this version keep NULLs: they show what is known (when they were created).
+      ALTER TABLE sessions ADD COLUMN client_ip TEXT;
+      ALTER TABLE sessions ADD COLUMN user_agent TEXT CHECK (user_agent IS NULL OR length(user_agent) <= 256);
+      ALTER TABLE sessions ADD COLUMN last_seen INTEGER;
+    `,
+  },
 ];

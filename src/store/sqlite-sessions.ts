@@ -3,9 +3,11 @@
 // on the very next request in every process) comes from the session_deletions log: before answering
 // from memory, a process asks SQLite whether any other connection has committed since it last looked
 // (PRAGMA data_version, a read of the shared WAL index, no I/O), and if so evicts every session that
-// was deleted meanwhile. Its own deletions it evicts at once.
+// was deleted meanwhile. Its own deletions it evicts at once, the sessions a login ends beyond the
+// per-user cap (contract §9) included: they go through the same log.
 import type { DatabaseSync } from 'node:sqlite';
-import type { SessionCache, SessionRecord, SessionStore } from './types.ts';
+import { transaction } from './sqlite-driver.ts';
+import type { SessionCache, SessionRecord, SessionStore, StoredSession } from './types.ts';
 
 /** Sessions kept in memory per process; beyond this the oldest entries are dropped. */
 export const SESSION_CACHE_ENTRIES = 100_000;
@@ -21,7 +23,19 @@ export function cachedSqliteSessions(
   capacity = SESSION_CACHE_ENTRIES,
 ): SessionStore & SessionCache {
   const insert = db.prepare(
-    'INSERT INTO sessions (id_hash, username, created_at, expires_at) VALUES (?, ?, ?, ?)',
+    'INSERT INTO sessions (id_hash, username, created_at, expires_at, client_ip, user_agent) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  // contract §9: the user's live sessions beyond `keep`, oldest first out; the new one always stays.
+  const evict = db.prepare(
+    `DELETE FROM sessions WHERE id_hash IN (
+       SELECT id_hash FROM sessions WHERE username = ? AND expires_at > ? AND id_hash <> ?
+       ORDER BY created_at DESC, id_hash DESC LIMIT -1 OFFSET ?)`,
+  );
+  const listUser = db.prepare(
+    'SELECT id_hash, created_at, expires_at, last_seen, client_ip, user_agent FROM sessions WHERE username = ? AND expires_at > ?',
+  );
+  const touch = db.prepare(
+    'UPDATE sessions SET last_seen = max(coalesce(last_seen, 0), ?) WHERE id_hash = ? AND coalesce(last_seen, 0) < ?',
   );
   const select = db.prepare('SELECT username, expires_at FROM sessions WHERE id_hash = ? AND expires_at > ?');
   const remove = db.prepare('DELETE FROM sessions WHERE id_hash = ?');
@@ -91,10 +105,37 @@ export function cachedSqliteSessions(
         return undefined; // the asynchronous path will report the failure
       }
     },
-    create: (s) =>
+    create: (s, keep) =>
       call(() => {
-        insert.run(s.idHash, s.username, s.createdAt, s.expiresAt);
+        // IMMEDIATE: the write lock is held from the insert to the eviction, so two logins at once
+        // in two processes cannot both count 100 and leave 101 (contract §9).
+        const ended = transaction(db, () => {
+          insert.run(s.idHash, s.username, s.createdAt, s.expiresAt, s.clientIp, s.userAgent);
+          return Number(evict.run(s.username, s.createdAt, s.idHash, Math.max(0, keep - 1)).changes);
+        });
+        if (ended > 0) readLog();
         remember(s.idHash.toString('hex'), { username: s.username, expiresAt: s.expiresAt });
+        return ended;
+      }),
+    list: (username, now) =>
+      call(() =>
+        listUser.all(username, now).map(
+          (row): StoredSession => ({
+            idHash: Buffer.from(row['id_hash'] as Uint8Array),
+            createdAt: Number(row['created_at']),
+            expiresAt: Number(row['expires_at']),
+            lastSeen: row['last_seen'] === null ? null : Number(row['last_seen']),
+            clientIp: row['client_ip'] === null ? null : String(row['client_ip']),
+            userAgent: row['user_agent'] === null ? null : String(row['user_agent']),
+          }),
+        ),
+      ),
+    touch: (sightings) =>
+      call(() => {
+        if (sightings.length === 0) return;
+        transaction(db, () => {
+          for (const { idHash, at } of sightings) touch.run(at, idHash, at);
+        });
       }),
     get: (idHash, now) =>
       call(() => {

@@ -16,11 +16,37 @@ export interface NewSession {
   readonly username: string;
   readonly createdAt: number;
   readonly expiresAt: number;
+  /** The login request's client address (through TRUST_PROXY) and user agent (contract §9). */
+  readonly clientIp: string | null;
+  readonly userAgent: string | null;
+}
+
+/** One live session of a user as the store knows it (contract §9); null: not known (older rows). */
+export interface StoredSession {
+  readonly idHash: Buffer;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  readonly lastSeen: number | null;
+  readonly clientIp: string | null;
+  readonly userAgent: string | null;
+}
+
+/** A session seen at `at` (last_seen, written in batches off the request's path). */
+export interface SessionSighting {
+  readonly idHash: Buffer;
+  readonly at: number;
 }
 
 export interface SessionStore {
-  /** One atomic write. */
-  create(session: NewSession): Promise<void>;
+  /**
+   * One atomic write: creates the session and, in the same step, ends the user's oldest live
+   * sessions beyond `keep` (contract §9: two logins at once never leave more). Returns how many ended.
+   */
+  create(session: NewSession, keep: number): Promise<number>;
+  /** The user's sessions live at `now`, in no particular order. */
+  list(username: string, now: number): Promise<StoredSession[]>;
+  /** Records sightings: last_seen only ever moves forward, and a deleted session stays deleted. */
+  touch(sightings: readonly SessionSighting[]): Promise<void>;
   /** The session, or null when absent or expired at `now`. */
   get(idHash: Buffer, now: number): Promise<SessionRecord | null>;
   /** One atomic delete; true when a session was there. */

@@ -19,6 +19,16 @@ export interface GroupDetail extends Group {
   readonly member_status: MemberStatus;
 }
 
+/** One element of GET /api/auth/sessions (contract §9). */
+export interface SessionInfo {
+  readonly id: string;
+  readonly created: string;
+  readonly last_seen: string;
+  readonly ip: string | null;
+  readonly user_agent: string | null;
+  readonly current: boolean;
+}
+
 /** `status` 0 means the request never got an answer (network down, server gone). */
 export type ApiResult<T> =
   | { readonly ok: true; readonly status: number; readonly data: T }
@@ -39,10 +49,14 @@ export function csrfToken(): string | null {
   return null;
 }
 
-async function request<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ApiResult<T>> {
+async function request<T>(
+  method: 'GET' | 'POST' | 'DELETE',
+  path: string,
+  body?: unknown,
+): Promise<ApiResult<T>> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  if (method === 'POST') {
+  if (method !== 'GET') {
     // contract §7: a request that carries the header must carry the cookie's value; without a cookie
     // (before the first login) the header is left out rather than sent empty.
     const token = csrfToken();
@@ -96,3 +110,13 @@ export const listGroups = () => request<Group[]>('GET', '/api/group/');
 
 /** GET /api/group/{id}: one group and the caller's member_status. */
 export const getGroup = (id: number) => request<GroupDetail>('GET', `/api/group/${id}`);
+
+/** GET /api/auth/sessions: where the caller is signed in, newest first. */
+export const listSessions = () => request<SessionInfo[]>('GET', '/api/auth/sessions');
+
+/** DELETE /api/auth/sessions/{id}: 204 once that session has ended. */
+export const endSession = (id: string) =>
+  request<null>('DELETE', `/api/auth/sessions/${encodeURIComponent(id)}`);
+
+/** POST /api/auth/logout-everywhere: every session of the caller ends, this one too. */
+export const logOutEverywhere = () => request<string>('POST', '/api/auth/logout-everywhere');

@@ -1,8 +1,19 @@
 // The clubhouse web client: asks /api/auth/check who is signed in, then shows the login form or the
 // page the address names (`/`, `/group/7`, or the hash form `/#/group/7`), and keeps the address
 // and the page in step as people click, go back, sign in and sign out.
-import { checkSession, getGroup, listGroups, logIn, logOut } from './api.ts';
+import {
+  checkSession,
+  endSession,
+  getGroup,
+  listGroups,
+  listSessions,
+  logIn,
+  logOut,
+  logOutEverywhere,
+  type SessionInfo,
+} from './api.ts';
 import { h } from './dom.ts';
+import { sessionsPage } from './sessions-view.ts';
 import { type Failure, failureText, loginErrorText } from './text.ts';
 import {
   groupPage,
@@ -17,6 +28,7 @@ import {
 
 type Route =
   | { readonly page: 'groups' }
+  | { readonly page: 'sessions' }
   | { readonly page: 'group'; readonly id: number }
   | { readonly page: 'unknown' };
 
@@ -24,6 +36,7 @@ const GROUP_PATH = /^\/group\/(\d{1,10})\/?$/;
 
 function routeOf(path: string): Route {
   if (path === '/' || path === '') return { page: 'groups' };
+  if (path === '/sessions' || path === '/sessions/') return { page: 'sessions' };
   const match = GROUP_PATH.exec(path);
   return match === null ? { page: 'unknown' } : { page: 'group', id: Number(match[1]) };
 }
@@ -77,8 +90,50 @@ async function signOut(button: HTMLButtonElement): Promise<void> {
   showLogin('You have signed out.');
 }
 
-/** Shows the page of the current address for the signed-in user; `focus` moves focus to its heading. */
-async function showPage(focus: boolean): Promise<void> {
+/** Ends one session from the sessions page; ending this device's is signing out (contract §9). */
+async function endOne(session: SessionInfo, label: string, button: HTMLButtonElement): Promise<void> {
+  button.disabled = true;
+  const result = await endSession(session.id);
+  if (result.ok || result.status === 404) {
+    // 404: it had ended already (elsewhere, or expired); either way it is gone.
+    if (session.current) return signedOut('You have signed out.');
+    return showPage(true, `Signed out ${label}.`);
+  }
+  if (result.status === 403 && !result.detail.startsWith('CSRF')) return sessionEnded();
+  button.disabled = false;
+  announce(`Signing out ${label} failed. ${failureText(result)}`);
+}
+
+async function endAll(button: HTMLButtonElement): Promise<void> {
+  button.disabled = true;
+  const result = await logOutEverywhere();
+  if (result.ok) return signedOut('You have signed out everywhere.');
+  if (result.status === 403 && !result.detail.startsWith('CSRF')) return sessionEnded();
+  button.disabled = false;
+  announce(`Signing out everywhere failed. ${failureText(result)}`);
+}
+
+function announce(message: string): void {
+  const status = document.getElementById('sessions-status');
+  if (status !== null) status.textContent = message;
+}
+
+function signedOut(notice: string): void {
+  user = null;
+  history.pushState(null, '', '/');
+  showLogin(notice);
+}
+
+function sessionEnded(): void {
+  user = null;
+  showLogin('Your session has ended. Please sign in again.');
+}
+
+/**
+ * Shows the page of the current address for the signed-in user; `focus` moves focus to its heading,
+ * `status` is announced at the top of the sessions page.
+ */
+async function showPage(focus: boolean, status?: string): Promise<void> {
   if (user === null) return showLogin();
   const mine = ++generation;
   const route = routeOf(location.pathname);
@@ -95,7 +150,13 @@ async function showPage(focus: boolean): Promise<void> {
     if (mine !== generation) return;
     frame.main.setAttribute('aria-busy', 'true');
     frame.main.replaceChildren(
-      loading(route.page === 'groups' ? 'Loading your groups…' : 'Loading the group…'),
+      loading(
+        route.page === 'groups'
+          ? 'Loading your groups…'
+          : route.page === 'sessions'
+            ? 'Loading where you are signed in…'
+            : 'Loading the group…',
+      ),
     );
     mount('Loading', ...frame.nodes);
   }, 300);
@@ -104,6 +165,16 @@ async function showPage(focus: boolean): Promise<void> {
       const result = await listGroups();
       if (mine !== generation) return;
       if (result.ok) paint('My groups', groupsPage(result.data));
+      else showFailure(result, paint);
+    } else if (route.page === 'sessions') {
+      const result = await listSessions();
+      if (mine !== generation) return;
+      const actions = {
+        end: (session: SessionInfo, label: string, button: HTMLButtonElement) =>
+          void endOne(session, label, button),
+        endAll: (button: HTMLButtonElement) => void endAll(button),
+      };
+      if (result.ok) paint('Where you’re signed in', sessionsPage(result.data, actions, status));
       else showFailure(result, paint);
     } else {
       const result = await getGroup(route.id);

@@ -1,4 +1,5 @@
 // Everything the client says in words: labels of the API's codes and the messages of its errors.
+import { getParser } from 'bowser';
 import type { ApiResult, GroupType, MemberStatus } from './api.ts';
 
 /** A request that did not succeed. */
@@ -62,4 +63,26 @@ export function failureText(failure: Failure): string {
   return isUnavailable(failure)
     ? UNAVAILABLE_TEXT
     : `Something went wrong (error ${failure.status}). Please try again.`;
+}
+
+/**
+ * contract §9: "Firefox on Linux" from a session's user agent (bowser: small, kept up to date with
+ * new browsers, so the server stores the raw header and the page names it); null → unknown.
+ */
+export function deviceLabel(userAgent: string | null): string {
+  if (userAgent === null) return 'Unknown device';
+  const parser = getParser(userAgent);
+  const browser = parser.getBrowserName();
+  const os = parser.getOSName();
+  if (browser === '' && os === '') return 'Unknown device';
+  if (os === '') return browser;
+  return `${browser === '' ? 'Unknown browser' : browser} on ${os}`;
+}
+
+const WHEN = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+
+/** A time of the API (ISO 8601) as people read it, in their own locale and time zone. */
+export function whenText(iso: string): string {
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : WHEN.format(date);
 }

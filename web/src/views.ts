@@ -136,6 +136,7 @@ export function loggedInFrame(
           h('span', { class: 'who-prefix' }, 'Signed in as '),
           h('strong', {}, username),
         ),
+        h('a', { class: 'account-link', href: '/sessions' }, 'Where you’re signed in'),
         signOut,
       ),
     ),
