@@ -1,10 +1,12 @@
 // Misbehaving IMAP servers for fault tests: one that never greets, one that resets the connection
 // during authentication, one that offers no STARTTLS, and a scripted TLS one that records what the
 // client sent. Each counts its open sockets so tests can prove nothing is left open.
+
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
+import { socketTracker } from './socket-tracker.ts';
 
 export type FakeMode =
   /** Accepts and never says a word. */
@@ -82,13 +84,9 @@ export async function startFakeImap(
   tls?: { certFile: string; keyFile: string },
 ): Promise<FakeImap> {
   const received: string[] = [];
-  const sockets = new Set<Socket>();
-  let accepted = 0;
+  const tracker = socketTracker();
   const onSocket = (socket: Socket) => {
-    accepted++;
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => undefined);
+    tracker.add(socket);
     if (mode === 'silent') return;
     socket.write(
       `* OK [CAPABILITY ${mode === 'no-starttls' ? 'IMAP4rev1 AUTH=PLAIN' : CAPABILITIES}] fake ready\r\n`,
@@ -103,24 +101,5 @@ export async function startFakeImap(
   await once(server, 'listening');
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
-  return {
-    port,
-    received,
-    get accepted() {
-      return accepted;
-    },
-    openSockets: () => sockets.size,
-    async drained(timeoutMs = 5000) {
-      const until = Date.now() + timeoutMs;
-      while (sockets.size > 0) {
-        if (Date.now() > until) throw new Error(`${sockets.size} sockets still open`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    },
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      server.close();
-      await once(server, 'close');
-    },
-  };
+  return Object.assign(tracker.tracking(server), { port, received });
 }

@@ -3,10 +3,12 @@
 // with quoted strings and literals, ID, LOGOUT) that can play one trick of a hostile or broken
 // server at a time. It records every byte it was sent and counts its open sockets, so a test can
 // prove what the client sent, that the password never left, and that nothing was left open.
+
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
+import { socketTracker } from './socket-tracker.ts';
 
 export type Trick =
   /** None: a well-behaved server. */
@@ -123,8 +125,7 @@ export async function startHostileImap(options: HostileOptions = {}): Promise<Ho
         });
   const chunks: Buffer[] = [];
   const commands: string[] = [];
-  const sockets = new Set<Socket>();
-  let accepted = 0;
+  const tracker = socketTracker();
 
   const serve = (raw: Socket, implicit: boolean): void => {
     let stream: Socket = raw;
@@ -275,10 +276,7 @@ export async function startHostileImap(options: HostileOptions = {}): Promise<Ho
   };
 
   const onSocket = (socket: Socket) => {
-    accepted++;
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => undefined);
+    tracker.add(socket);
     if (options.implicitTls === true) {
       if (context === null) throw new Error('implicitTls needs options.cert');
       const secured = new TLSSocket(socket, { isServer: true, secureContext: context });
@@ -292,25 +290,9 @@ export async function startHostileImap(options: HostileOptions = {}): Promise<Ho
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const address = server.address();
-  return {
+  return Object.assign(tracker.tracking(server), {
     port: typeof address === 'object' && address !== null ? address.port : 0,
     received: () => Buffer.concat(chunks).toString('utf8'),
     commands,
-    get accepted() {
-      return accepted;
-    },
-    openSockets: () => sockets.size,
-    async drained(timeoutMs = 5000) {
-      const until = Date.now() + timeoutMs;
-      while (sockets.size > 0) {
-        if (Date.now() > until) throw new Error(`${sockets.size} sockets still open`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    },
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      server.close();
-      await once(server, 'close');
-    },
-  };
+  });
 }

@@ -73,7 +73,7 @@ function handle(port: number, isPrivate: boolean, server?: PrivateServer, tlsPor
 }
 
 /** A client that fails fast instead of retrying: the harness wants a yes or no. */
-function probeClient(port: number): Redis {
+export function probeClient(port: number): Redis {
   const client = new Redis({
     host: '127.0.0.1',
     port,

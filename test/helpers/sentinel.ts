@@ -1,14 +1,16 @@
 // Redis Sentinel for tests (issue 17): a primary, one replica and three sentinels (Debian
 // `redis-sentinel`) on loopback, in a temp dir, with short failure detection so a failover takes
 // seconds. killPrimary() is the fault; the sentinels then promote the replica.
+
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { ensureDebianPackage } from './apt.ts';
 import { type ManagedChild, removeNow, removeOnExit, spawnManaged } from './child.ts';
 import { freePorts } from './ports.ts';
+import { probeClient } from './redis.ts';
 
 const REDIS_BIN = '/usr/bin/redis-server';
 const SENTINEL_BIN = '/usr/bin/redis-sentinel';
@@ -29,23 +31,8 @@ export interface TestSentinel {
   stop(): Promise<void>;
 }
 
-/** A client that fails fast instead of retrying: the harness wants a yes or no. */
-function probe(port: number): Redis {
-  const client = new Redis({
-    host: '127.0.0.1',
-    port,
-    lazyConnect: true,
-    connectTimeout: 2000,
-    maxRetriesPerRequest: 0,
-    enableOfflineQueue: false,
-    retryStrategy: () => null,
-  });
-  client.on('error', () => {});
-  return client;
-}
-
 async function ask<T>(port: number, work: (client: Redis) => Promise<T>): Promise<T> {
-  const client = probe(port);
+  const client = probeClient(port);
   try {
     await client.connect();
     return await work(client);
