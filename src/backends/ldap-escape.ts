@@ -24,7 +24,11 @@ export function escapeFilterValue(value: string): string {
 }
 
 /** Puts the escaped username into every `{username}` of a template. */
-export function fillTemplate(template: string, username: string, escape: (value: string) => string): string {
+export function fillTemplate(
+  template: string,
+  username: string,
+  escapeValue: (value: string) => string,
+): string {
   // A replacer function: a string replacement would expand `$&` or `$'` inside the username.
-  return template.replaceAll('{username}', () => escape(username));
+  return template.replaceAll('{username}', () => escapeValue(username));
 }

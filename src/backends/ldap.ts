@@ -14,6 +14,8 @@ export interface LdapSettings {
   /** `ldaps://host[:636]` or `ldap://host[:389]`. */
   readonly url: string;
   readonly security: LdapSecurity;
+  /** `plain` to a host that is not loopback was asked for by name. */
+  readonly allowPlaintext: boolean;
   readonly caFile: string | null;
   /** Direct bind: a DN template with `{username}`; null for search-then-bind. */
   readonly userDn: string | null;
@@ -63,10 +65,12 @@ export function classifyLdapError(error: unknown): { failure: LoginFailure; reas
 }
 
 function connect(settings: LdapSettings, tls: TlsOptions): Client {
+  // ldaps:// connects to the URL's host; `host` in the options would override it (only StartTLS needs it).
+  const { host: _host, ...implicitTls } = tls.options();
   return new Client({
     url: settings.url,
     // ldapts treats any tlsOptions as "implicit TLS": only ldaps:// gets them at connect time.
-    tlsOptions: settings.security === 'tls' ? tls.options() : undefined,
+    tlsOptions: settings.security === 'tls' ? implicitTls : undefined,
     connectTimeout: settings.timeoutMs,
     timeout: settings.timeoutMs,
   });

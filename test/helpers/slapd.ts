@@ -80,11 +80,13 @@ export function userDn(user: DirectoryUser): string {
   return `uid=${dnValue(user.username)},${user.ou ?? 'ou=people'},${LDAP_SUFFIX}`;
 }
 
-/** An LDIF attribute line; values that are not a SAFE-STRING (RFC 2849) are base64. */
+/** An LDIF attribute line; values that are not a SAFE-STRING (RFC 2849 §2) are base64. */
 function attr(name: string, value: string): string {
-  const safe = /^[\x01-\x09\x0b-\x0c\x0e-\x1f\x21-\x39\x3b\x3d-\x7f][\x01-\x09\x0b-\x0c\x0e-\x7f]*$/;
-  if (safe.test(value) && !value.endsWith(' ')) return `${name}: ${value}`;
-  return `${name}:: ${Buffer.from(value, 'utf8').toString('base64')}`;
+  const ascii = [...value].every(
+    (c) => c.charCodeAt(0) > 0 && c.charCodeAt(0) < 128 && c !== '\n' && c !== '\r',
+  );
+  const safe = ascii && !/^[ :<]/.test(value) && !value.endsWith(' ');
+  return safe ? `${name}: ${value}` : `${name}:: ${Buffer.from(value, 'utf8').toString('base64')}`;
 }
 
 function entry(lines: string[]): string {
