@@ -68,6 +68,8 @@ export interface Slapd {
   /** PEM CA that signed the server certificate (SAN localhost, 127.0.0.1). */
   readonly caFile: string;
   readonly dir: string;
+  /** The slapd process (for the benchmark's CPU figures). */
+  readonly pid: number;
   stop(): Promise<void>;
 }
 
@@ -197,6 +199,7 @@ export async function startSlapd(users: readonly DirectoryUser[] = DIRECTORY_USE
         tlsPort,
         caFile: certs.caFile,
         dir,
+        pid: server.child.pid ?? 0,
         stop() {
           stopped ??= (async () => {
             await server.stop('SIGTERM', 3000);
