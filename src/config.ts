@@ -137,9 +137,11 @@ function backendsFromEnvironment(s: CleanedSettings, imap: Config['imap']): Back
       maxConcurrency: s.LDAP_MAX_CONCURRENCY,
       queueLimit: s.LDAP_QUEUE_LIMIT,
     };
-    const variable = (field: keyof RawLdap) =>
-      `LDAP_${field.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
-    return { kind, name: 'ldap', domains: null, ldap: ldapSettings(raw, variable) };
+    // `bindPassword` → LDAP_BIND_PASSWORD: the error names the variable the operator set.
+    const refuse = (field: string, message: string): never => {
+      throw new ConfigError(`LDAP_${field.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`, message);
+    };
+    return { kind, name: 'ldap', domains: null, ldap: ldapSettings(raw, refuse) };
   });
 }
 

@@ -142,7 +142,7 @@ describe('AUTH_CONFIG=FILE', () => {
   const entry = { name: 'mail', kind: 'imap', host: 'mail.example.org' };
   const invalid: [string, unknown, RegExp][] = [
     ['not JSON', '{"backends": [', /^AUTH_CONFIG: .*not readable JSON/],
-    ['no backends', {}, /^AUTH_CONFIG .*: backends: /],
+    ['no backends', {}, /^AUTH_CONFIG: .*: backends: must have required property/],
     ['an empty list', { backends: [] }, /: backends: .*fewer than 1/],
     ['an unknown kind', { backends: [{ ...entry, kind: 'kerberos' }] }, /: backends\[0\]\.kind: /],
     [
@@ -217,7 +217,7 @@ describe('AUTH_CONFIG=FILE', () => {
     assert.equal(result.status, 2);
     assert.match(
       result.stderr.trim(),
-      new RegExp(`^clubhouse: invalid setting AUTH_CONFIG ${file}: backends\\[1\\]\\.port: `),
+      new RegExp(`^clubhouse: invalid setting AUTH_CONFIG: ${file}: backends\\[1\\]\\.port: must be >= 1`),
     );
   });
 

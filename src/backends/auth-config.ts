@@ -54,64 +54,62 @@ export interface RawLdap {
   queueLimit?: number;
 }
 
+/** Throws the ConfigError that names `field` the way the operator wrote it. */
+export type Refuse = (field: string, message: string) => never;
+
 /**
  * Defaults and the rules a schema cannot say: the security matches the URL, plain text only to
- * loopback unless allowed, exactly one of direct bind and search-then-bind. `where` names a field
- * the way the operator wrote it (`LDAP_URL`, or `AUTH_CONFIG backends[1].url`).
+ * loopback unless allowed, exactly one of direct bind and search-then-bind. `refuse` names a
+ * field as the operator wrote it (`LDAP_URL`, or `AUTH_CONFIG: FILE: backends[1].url`).
  */
-export function ldapSettings(raw: RawLdap, where: (field: keyof RawLdap) => string): LdapSettings {
-  if (raw.url === undefined)
-    throw new ConfigError(where('url'), 'required: ldaps://HOST[:636] or ldap://HOST[:389]');
+export function ldapSettings(raw: RawLdap, refuse: Refuse): LdapSettings {
+  if (raw.url === undefined) refuse('url', 'required: ldaps://HOST[:636] or ldap://HOST[:389]');
   let url: URL;
   try {
     url = new URL(raw.url);
   } catch {
-    throw new ConfigError(where('url'), `"${raw.url}" is not an ldap:// or ldaps:// URL`);
+    refuse('url', `"${raw.url}" is not an ldap:// or ldaps:// URL`);
   }
   if (
     (url.protocol !== 'ldap:' && url.protocol !== 'ldaps:') ||
     url.hostname === '' ||
     !/^\/?$/.test(url.pathname)
   ) {
-    throw new ConfigError(where('url'), `"${raw.url}" is not ldaps://HOST[:PORT] or ldap://HOST[:PORT]`);
+    refuse('url', `"${raw.url}" is not ldaps://HOST[:PORT] or ldap://HOST[:PORT]`);
   }
   const implicit = url.protocol === 'ldaps:';
   const security = raw.security ?? (implicit ? 'tls' : 'starttls');
   if (implicit !== (security === 'tls')) {
-    throw new ConfigError(where('security'), `${security} needs an ${implicit ? 'ldap' : 'ldaps'}:// URL`);
+    refuse('security', `${security} needs an ${implicit ? 'ldap' : 'ldaps'}:// URL`);
   }
   // contract §8: a password in clear over the network is a misconfiguration unless asked for by name.
   if (security === 'plain' && !isLoopbackHost(url.hostname) && raw.allowPlaintext !== true) {
-    throw new ConfigError(
-      where('security'),
+    refuse(
+      'security',
       `plain sends passwords in clear; allowed only to a loopback host unless plain text is allowed explicitly (host "${url.hostname}")`,
     );
   }
   const direct = raw.userDn !== undefined;
   if (direct === (raw.bindDn !== undefined)) {
-    throw new ConfigError(
-      where('userDn'),
-      'set either a user DN template (direct bind) or a bind DN (search, then bind)',
-    );
+    refuse('userDn', 'set either a user DN template (direct bind) or a bind DN (search, then bind)');
   }
   if (direct && !raw.userDn?.includes('{username}')) {
-    throw new ConfigError(where('userDn'), 'the template needs {username}');
+    refuse('userDn', 'the template needs {username}');
   }
   if (!direct) {
     // An empty service password would be an unauthenticated bind (RFC 4513 §5.1.2).
-    if ((raw.bindPassword ?? '') === '')
-      throw new ConfigError(where('bindPassword'), 'required with a bind DN');
-    if (raw.baseDn === undefined) throw new ConfigError(where('baseDn'), 'required with a bind DN');
+    if ((raw.bindPassword ?? '') === '') refuse('bindPassword', 'required with a bind DN');
+    if (raw.baseDn === undefined) refuse('baseDn', 'required with a bind DN');
   }
   const userFilter = raw.userFilter ?? '(uid={username})';
   if (!/^\(.*\{username\}.*\)$/.test(userFilter)) {
-    throw new ConfigError(where('userFilter'), 'expected a parenthesised filter with {username}');
+    refuse('userFilter', 'expected a parenthesised filter with {username}');
   }
   return {
     url: raw.url,
     security,
     allowPlaintext: raw.allowPlaintext ?? false,
-    caFile: existingFile(raw.caFile, where('caFile')),
+    caFile: existingFile(raw.caFile, (message) => refuse('caFile', message)),
     userDn: raw.userDn ?? null,
     bindDn: raw.bindDn ?? null,
     bindPassword: raw.bindPassword ?? null,
@@ -123,9 +121,9 @@ export function ldapSettings(raw: RawLdap, where: (field: keyof RawLdap) => stri
   };
 }
 
-function existingFile(file: string | undefined, where: string): string | null {
+function existingFile(file: string | undefined, refuse: (message: string) => never): string | null {
   if (file === undefined) return null;
-  if (!existsSync(file)) throw new ConfigError(where, `no such file "${file}"`);
+  if (!existsSync(file)) refuse(`no such file "${file}"`);
   return file;
 }
 
@@ -171,7 +169,9 @@ type FileEntry = RawLdap & {
 
 /** Reads and validates the AUTH_CONFIG file; throws ConfigError naming the file and the bad entry. */
 export function readAuthConfig(file: string): BackendSpec[] {
-  const where = (path: string) => `AUTH_CONFIG ${file}: ${path}`;
+  const refuseAt = (path: string, message: string): never => {
+    throw new ConfigError('AUTH_CONFIG', `${file}: ${path}: ${message}`);
+  };
   let document: unknown;
   try {
     document = JSON.parse(readFileSync(file, 'utf8'));
@@ -179,18 +179,15 @@ export function readAuthConfig(file: string): BackendSpec[] {
     throw new ConfigError('AUTH_CONFIG', `${file}: not readable JSON (${(err as Error).message})`);
   }
   const errors = validate(document);
-  const first = errors[0];
-  if (first !== undefined) {
-    throw new ConfigError(
-      where(errorPath(first)),
-      errors.map((e) => `${errorPath(e)} ${e.message ?? ''}`).join('; '),
-    );
+  if (errors.length > 0) {
+    const problems = errors.map((e) => `${errorPath(e)}: ${e.message ?? 'invalid'}`);
+    throw new ConfigError('AUTH_CONFIG', `${file}: ${problems.join('; ')}`);
   }
   const entries = (document as { backends: FileEntry[] }).backends;
   const names = new Set<string>();
   return entries.map((entry, index): BackendSpec => {
-    const at = (field: string) => where(`backends[${index}].${field}`);
-    if (names.has(entry.name)) throw new ConfigError(at('name'), `"${entry.name}" is used twice`);
+    const at: Refuse = (field, message) => refuseAt(`backends[${index}].${field}`, message);
+    if (names.has(entry.name)) at('name', `"${entry.name}" is used twice`);
     names.add(entry.name);
     const domains = entry.domains ?? null;
     if (entry.kind === 'ldap')
@@ -198,16 +195,10 @@ export function readAuthConfig(file: string): BackendSpec[] {
     const security = entry.security ?? 'tls';
     const host = entry.host ?? '';
     if (security === 'plain' && !isLoopbackHost(host) && entry.allowPlaintext !== true) {
-      throw new ConfigError(
-        at('security'),
-        `plain sends passwords in clear; allowed only to a loopback host (host "${host}")`,
-      );
+      at('security', `plain sends passwords in clear; allowed only to a loopback host (host "${host}")`);
     }
     if (entry.forwardClientIp === true && security !== 'tls') {
-      throw new ConfigError(
-        at('forwardClientIp'),
-        'needs security tls (the ID command would travel before TLS)',
-      );
+      at('forwardClientIp', 'needs security tls (the ID command would travel before TLS)');
     }
     return {
       kind: 'imap',
@@ -218,7 +209,7 @@ export function readAuthConfig(file: string): BackendSpec[] {
         port: entry.port ?? (security === 'tls' ? 993 : 143),
         security,
         allowPlaintext: entry.allowPlaintext ?? false,
-        caFile: existingFile(entry.caFile, at('caFile')),
+        caFile: existingFile(entry.caFile, (message) => at('caFile', message)),
         timeoutMs: entry.timeoutMs ?? 5000,
         maxConcurrency: entry.maxConcurrency ?? 32,
         queueLimit: entry.queueLimit ?? 1000,
