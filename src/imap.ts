@@ -69,6 +69,7 @@ export function createImapAuthenticator(
 ): Authenticator {
   const tls = imapTlsOptions(settings);
   return guardAttempts((username, password, clientIp) => login(settings, tls, username, password, clientIp), {
+    label: 'IMAP',
     maxConcurrency: settings.maxConcurrency,
     queueLimit: settings.queueLimit,
     timeoutMs: settings.timeoutMs,

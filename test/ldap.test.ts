@@ -4,6 +4,9 @@
 // certificate we do not trust — each answered per §8 within the deadline, with nothing left open.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { BackendSpec } from '../src/backends/auth-config.ts';
+import type { VerifyResult } from '../src/backends/authenticator.ts';
+import { createBackend } from '../src/backends/build.ts';
 import { type LdapSettings, ldapLoginOnce, probeLdap } from '../src/backends/ldap.ts';
 import { backendTls } from '../src/backends/tls.ts';
 import { type FaultProxy, startFaultProxy } from './helpers/fault-proxy.ts';
@@ -247,3 +250,49 @@ describe('LDAP outages and misconfigurations answer within the deadline and leav
     assert.equal(proxy.openConnections(), 0);
   });
 });
+
+describe('the LDAP backend behind the shared guard (cap, queue, breaker)', () => {
+  const spec = (port: number, overrides: Partial<LdapSettings> = {}): BackendSpec => ({
+    kind: 'ldap',
+    name: 'directory',
+    domains: null,
+    ldap: search({ url: `ldaps://localhost:${port}`, ...overrides }),
+  });
+
+  test('beyond the cap, attempts wait in the bounded queue; a full queue fails at once', async () => {
+    const proxy = await startFaultProxy(slapd.tlsPort);
+    proxy.setFault({ kind: 'stall' });
+    const backend = createBackend(spec(proxy.port, { maxConcurrency: 1, queueLimit: 1 }));
+    try {
+      const first = backend.verify('alice', 'one', '127.0.0.1');
+      const second = backend.verify('alice', 'two', '127.0.0.1');
+      const started = performance.now();
+      const third = await backend.verify('alice', 'three', '127.0.0.1');
+      assert.deepEqual(third, { ok: false, failure: 'upstream_unavailable', reason: 'LDAP queue full' });
+      assert.ok(performance.now() - started < TIMEOUT_MS, 'a full queue answers at once');
+      assert.deepEqual(backend.stats(), { active: 1, queued: 1, breaker: 'closed' });
+      assert.equal(failureOf(await first), 'upstream_unavailable');
+      assert.equal(failureOf(await second), 'upstream_unavailable');
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test('after repeated outages the breaker fails fast without connecting', async () => {
+    const proxy = await startFaultProxy(slapd.tlsPort);
+    proxy.setFault({ kind: 'cut' });
+    const backend = createBackend(spec(proxy.port));
+    try {
+      for (let i = 0; i < 5; i++) await backend.verify('alice', `try-${i}`, '127.0.0.1');
+      const accepted = proxy.accepted;
+      const result = await backend.verify('alice', 'again', '127.0.0.1');
+      assert.deepEqual(result, { ok: false, failure: 'upstream_unavailable', reason: 'circuit open' });
+      assert.equal(backend.stats().breaker, 'open');
+      assert.equal(proxy.accepted, accepted);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+const failureOf = (result: VerifyResult) => (result.ok ? 'ok' : result.failure);

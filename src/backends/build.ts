@@ -34,6 +34,7 @@ export function createBackend(spec: BackendSpec, observe: BackendObserver = () =
   const settings = spec.ldap;
   const tls = backendTls(new URL(settings.url).hostname, settings.caFile);
   const guarded = guardAttempts((username, password) => ldapLoginOnce(settings, tls, username, password), {
+    label: 'LDAP',
     maxConcurrency: settings.maxConcurrency,
     queueLimit: settings.queueLimit,
     timeoutMs: settings.timeoutMs,

@@ -12,6 +12,8 @@ import type { GuardStats, LoginFailure, VerifyResult } from './authenticator.ts'
 export type AttemptOnce = (username: string, password: string, clientIp: string) => Promise<VerifyResult>;
 
 export interface GuardOptions {
+  /** Names the protocol in the reasons of our own overload ("LDAP queue full"). */
+  readonly label: string;
   readonly maxConcurrency: number;
   readonly queueLimit: number;
   /** How long an attempt may wait for a slot (the backend's deadline). */
@@ -61,7 +63,11 @@ export function guardAttempts(once: AttemptOnce, options: GuardOptions): Guarded
     } catch (err) {
       if (err instanceof QueueFullError || err instanceof QueueTimeoutError) {
         // Our own overload, not the server's: a failure for this attempt, but no verdict on the server.
-        return { ok: false, failure: 'upstream_unavailable', reason: err.message };
+        const reason =
+          err instanceof QueueFullError
+            ? `${options.label} queue full`
+            : `waited too long for an ${options.label} slot`;
+        return { ok: false, failure: 'upstream_unavailable', reason };
       }
       const classified = options.classify(err);
       outcome = classified.failure === 'upstream_unavailable' ? 'down' : 'up';
