@@ -296,3 +296,33 @@ describe('the LDAP backend behind the shared guard (cap, queue, breaker)', () =>
 });
 
 const failureOf = (result: VerifyResult) => (result.ok ? 'ok' : result.failure);
+
+describe('a directory without TLS', () => {
+  let bare: Slapd;
+  before(async () => {
+    bare = await startSlapd(DIRECTORY_USERS, { tls: false });
+  });
+  after(async () => {
+    await bare?.stop();
+  });
+  const at = (security: 'starttls' | 'plain'): LdapSettings =>
+    search({ url: `ldap://127.0.0.1:${bare.plainPort}`, security });
+
+  test('required StartTLS that the server refuses is upstream_misconfigured, never a plain-text bind', async () => {
+    const result = await ldapLoginOnce(
+      at('starttls'),
+      backendTls('127.0.0.1', bare.caFile),
+      'alice',
+      'alice-password',
+    );
+    assert.equal(failureOf(result), 'upstream_misconfigured');
+    assert.match(result.ok ? '' : result.reason, /^StartTLS refused/);
+    const probe = await probeLdap(at('starttls'), backendTls('127.0.0.1', bare.caFile));
+    assert.match(probe.ok ? '' : probe.reason, /^upstream_misconfigured: StartTLS refused/);
+  });
+
+  test('plain text to loopback, as configured, logs in', async () => {
+    const result = await ldapLoginOnce(at('plain'), backendTls('127.0.0.1', null), 'alice', 'alice-password');
+    assert.deepEqual(result, { ok: true });
+  });
+});
