@@ -9,6 +9,7 @@ import { createAuthenticator } from '../src/backends/build.ts';
 import { loadConfig } from '../src/config.ts';
 import { loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { type Dovecot, startDovecot } from './helpers/dovecot.ts';
+import { recordSecrets } from './helpers/secrets.ts';
 import {
   directoryUser,
   PEOPLE_DN,
@@ -39,6 +40,8 @@ describe('AUTH_CONFIG: a directory and two mail servers by domain', () => {
   let pupils: Dovecot;
   let t: TestApp;
   before(async () => {
+    // The service account's password travels in the AUTH_CONFIG file only, never in any output.
+    recordSecrets(SERVICE_PASSWORD);
     [slapd, staff, pupils] = await Promise.all([
       startSlapd(),
       startDovecot({ users: STAFF }),
