@@ -29,6 +29,8 @@ function scripted(name: string, script: Script, domains: string[] | null = null)
         ? { ok: false, reason: 'upstream_unavailable: ECONNREFUSED' }
         : { ok: true };
     },
+    refusalDelayMs: () => 777,
+    maxVerifyMs: 1000,
     stats: () => ({ active: 1, queued: 2, breaker: name.includes('down') ? 'open' : 'closed' }),
     async close() {
       closed = true;
@@ -143,23 +145,43 @@ describe('the chain of backends', () => {
     assert.deepEqual(staff.calls, []);
   });
 
-  test('an unserved username waits as long as a typical refused password did (contract §3 timing)', async () => {
+  test('an unserved username waits as long as a refused password through the chain took (contract §3)', async () => {
     const waits: number[] = [];
     const slow = scripted('slow', async () => {
       await new Promise((resolve) => setTimeout(resolve, 120));
       return { ok: false, failure: 'bad_credentials', reason: 'wrong' };
     }, ['staff.example']);
-    const chain = createChain([slow], {
+    const pupils = scripted('pupils', accept('pw'), ['pupils.example']);
+    const chain = createChain([slow, pupils], {
       probeTtlMs: 1000,
       sleep: async (ms) => {
         waits.push(ms);
       },
     });
+    // Before any refusal is measured: the slowest backend's own estimate.
+    assert.equal(chain.refusalDelayMs(), 777);
     for (let i = 0; i < 3; i++) await chain.verify(`u${i}@staff.example`, 'pw', '192.0.2.1');
     await chain.verify('u@other.example', 'pw', '192.0.2.1');
     assert.equal(waits.length, 1);
-    // The median of the refusals it saw (each at least the backend's 120 ms).
-    assert.ok((waits[0] ?? 0) >= 115, `waited ${waits[0]} ms`);
+    // One of the refusals it measured (each at least the backend's 120 ms), not the seed.
+    assert.ok((waits[0] ?? 0) >= 115 && (waits[0] ?? 0) < 777, `waited ${waits[0]} ms`);
+    assert.deepEqual(pupils.calls, []);
+    // The backends are asked one after another: the longest verify is the sum of theirs.
+    assert.equal(chain.maxVerifyMs, 2000);
+  });
+
+  test("with one backend, refusals decided without it wait as long as that backend's refusals", async () => {
+    const only = scripted('only', accept('pw'), ['staff.example']);
+    const waits: number[] = [];
+    const chain = createChain([only], {
+      probeTtlMs: 1000,
+      sleep: async (ms) => {
+        waits.push(ms);
+      },
+    });
+    assert.equal(chain.refusalDelayMs(), 777);
+    await chain.verify('u@other.example', 'pw', '192.0.2.1');
+    assert.deepEqual(waits, [777]);
   });
 
   test('readiness probes every backend, names the failing one, and caches the answers', async () => {

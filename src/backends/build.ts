@@ -3,12 +3,20 @@
 import { ConfigError } from '../config-error.ts';
 import { createImapAuthenticator, type ImapSettings, imapTlsOptions } from '../imap.ts';
 import { probeImap } from '../imap-probe.ts';
+import { RefusalTiming } from '../refusal-timing.ts';
 import type { BackendSpec } from './auth-config.ts';
 import type { Authenticator, Backend, VerifyResult } from './authenticator.ts';
 import { type ChainOptions, createChain } from './chain.ts';
 import { guardAttempts } from './guard.ts';
 import { classifyLdapError, ldapLoginOnce, probeLdap } from './ldap.ts';
 import { backendTls } from './tls.ts';
+
+/**
+ * Waited for a refusal decided without the directory until a first wrong password has been refused:
+ * directories answer invalidCredentials without a deliberate delay (OpenLDAP, Active Directory), so
+ * about a connection, a TLS handshake and a bind.
+ */
+export const LDAP_REFUSAL_SEED_MS = 100;
 
 /** Told the kind, name, result and duration of every attempt that reached a server (metrics). */
 export type BackendObserver = (backend: Backend, result: VerifyResult, seconds: number) => void;
@@ -40,6 +48,7 @@ export function createBackend(spec: BackendSpec, observe: BackendObserver = () =
     timeoutMs: settings.timeoutMs,
     observe: (result, seconds) => observe(backend, result, seconds),
     classify: classifyLdapError,
+    timing: new RefusalTiming(LDAP_REFUSAL_SEED_MS),
   });
   const backend: Backend = { ...base, ...guarded, probe: () => probeLdap(settings, tls) };
   return backend;

@@ -4,10 +4,8 @@
 // restricted to domains is asked only for `local@domain` usernames of its domains; a username no
 // backend serves is refused without contacting any, after as long as a refusal usually takes (§3).
 import { cachedProbe } from '../imap-probe.ts';
+import { RefusalTiming } from '../refusal-timing.ts';
 import type { Authenticator, Backend, GuardStats, VerifyResult } from './authenticator.ts';
-
-/** How many recent refusals the timing of an unserved username follows. */
-const REFUSAL_SAMPLES = 32;
 
 /** The domain part of `local@domain`, lower-cased; null without exactly one `@`. */
 export function mailDomain(username: string): string | null {
@@ -24,38 +22,20 @@ export function backendsFor(backends: readonly Backend[], username: string): Bac
   );
 }
 
-/** Recent durations of refused passwords; their median is how long an unserved username waits. */
-class RefusalTiming {
-  readonly #samples: number[] = [];
-  readonly #fallbackMs: number;
-
-  constructor(fallbackMs: number) {
-    this.#fallbackMs = fallbackMs;
-  }
-
-  record(ms: number): void {
-    this.#samples.push(ms);
-    if (this.#samples.length > REFUSAL_SAMPLES) this.#samples.shift();
-  }
-
-  typicalMs(): number {
-    if (this.#samples.length === 0) return this.#fallbackMs;
-    const sorted = [...this.#samples].sort((a, b) => a - b);
-    return sorted[Math.floor(sorted.length / 2)] ?? this.#fallbackMs;
-  }
-}
-
 export interface ChainOptions {
   /** How long a readiness answer is reused (contract §6: probes cannot hammer a backend). */
   readonly probeTtlMs: number;
-  /** Wait for an unserved username before any refusal has been timed. */
-  readonly fallbackRefusalMs?: number;
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
 /** One Authenticator over ordered backends. */
 export function createChain(backends: readonly Backend[], options: ChainOptions): Authenticator {
-  const timing = new RefusalTiming(options.fallbackRefusalMs ?? 50);
+  // A refused password through the chain, timed as a whole (several backends may be asked in turn);
+  // until one is measured, the slowest backend's own estimate.
+  const timing = new RefusalTiming(Math.max(0, ...backends.map((backend) => backend.refusalDelayMs())));
+  // contract §3: with one backend its own refusals are the ones to imitate.
+  const refusalDelayMs = () =>
+    backends.length === 1 ? (backends[0]?.refusalDelayMs() ?? 0) : timing.delayMs();
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const probes = backends.map((backend) => ({
     name: backend.name,
@@ -67,22 +47,26 @@ export function createChain(backends: readonly Backend[], options: ChainOptions)
       const serving = backendsFor(backends, username);
       if (serving.length === 0) {
         // contract §3/§8: no backend is contacted, yet the refusal takes as long as a wrong password.
-        await sleep(timing.typicalMs());
+        await sleep(refusalDelayMs());
         return { ok: false, failure: 'bad_credentials', reason: 'no backend serves this username' };
       }
       let firstOutage: VerifyResult | null = null;
       let last: VerifyResult | null = null;
+      const started = performance.now();
       for (const backend of serving) {
-        const started = performance.now();
         const result = { ...(await backend.verify(username, password, clientIp)), backend: backend.name };
         if (result.ok) return result;
-        if (result.failure === 'bad_credentials') timing.record(performance.now() - started);
-        else firstOutage ??= result;
+        if (result.failure !== 'bad_credentials') firstOutage ??= result;
         last = result;
       }
       // contract §8: an outage anywhere outranks the refusals, so nobody is locked out by it.
-      return firstOutage ?? (last as VerifyResult);
+      if (firstOutage !== null) return firstOutage;
+      timing.record(performance.now() - started);
+      return last as VerifyResult;
     },
+    refusalDelayMs,
+    // The backends are asked one after another.
+    maxVerifyMs: backends.reduce((sum, backend) => sum + backend.maxVerifyMs, 0),
     stats(): GuardStats {
       const all = backends.map((backend) => backend.stats());
       const rank = ['closed', 'half_open', 'open'];
