@@ -2,7 +2,8 @@
 // against the published JSON Schema at start-up (a bad file stops start-up naming the bad entry's
 // path); `clubhouse config check` shows the backends with secrets masked.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -219,6 +220,36 @@ describe('AUTH_CONFIG=FILE', () => {
       result.stderr.trim(),
       new RegExp(`^clubhouse: invalid setting AUTH_CONFIG: ${file}: backends\\[1\\]\\.port: must be >= 1`),
     );
+  });
+
+  test('npm start serves with AUTH_BACKENDS=ldap and no IMAP_HOST (IMAP settings are read only when listed)', async () => {
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', 'src/main.ts'], {
+      env: {
+        PATH: process.env['PATH'],
+        PORT: '0',
+        DATABASE_URL: `sqlite:${join(dir, 'serve.db')}`,
+        AUTH_BACKENDS: 'ldap',
+        LDAP_URL: 'ldaps://127.0.0.1:1',
+        LDAP_USER_DN: 'uid={username},dc=example,dc=org',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    const serving = new Promise<boolean>((resolve) => {
+      child.stdout.on('data', (chunk) => {
+        output += chunk;
+        if (output.includes('clubhouse is serving')) resolve(true);
+      });
+      child.stderr.on('data', (chunk) => {
+        output += chunk;
+      });
+      child.once('exit', () => resolve(false));
+    });
+    const served = await serving;
+    if (child.exitCode === null) child.kill('SIGTERM');
+    const [code] = child.exitCode === null ? await once(child, 'exit') : [child.exitCode];
+    assert.ok(served, output);
+    assert.equal(code, 0, output);
   });
 
   test('the published schema is itself a valid JSON Schema 2020-12 and accepts the example', () => {
