@@ -196,6 +196,11 @@ describe('AUTH_CONFIG=FILE', () => {
       /: backends\[0\]\.security: plain sends passwords in clear/,
     ],
     [
+      'the client address forwarded over plain text',
+      { backends: [{ ...entry, host: '127.0.0.1', security: 'plain', forwardClientIp: true }] },
+      /: backends\[0\]\.forwardClientIp: needs TLS/,
+    ],
+    [
       'plain IMAP to a remote host',
       { backends: [{ ...entry, security: 'plain' }] },
       /: backends\[0\]\.security: plain sends passwords in clear/,
@@ -250,6 +255,12 @@ describe('AUTH_CONFIG=FILE', () => {
     const [code] = child.exitCode === null ? await once(child, 'exit') : [child.exitCode];
     assert.ok(served, output);
     assert.equal(code, 0, output);
+  });
+
+  test('the client address may be forwarded over STARTTLS, as with IMAP_FORWARD_CLIENT_IP', () => {
+    const file = configFile({ backends: [{ ...entry, security: 'starttls', forwardClientIp: true }] });
+    const [spec] = loadConfig({ AUTH_CONFIG: file }).auth.backends;
+    assert.equal(spec?.kind === 'imap' ? spec.imap.forwardClientIp : null, true);
   });
 
   test('the published schema is itself a valid JSON Schema 2020-12 and accepts the example', () => {

@@ -197,8 +197,9 @@ export function readAuthConfig(file: string): BackendSpec[] {
     if (security === 'plain' && !isLoopbackHost(host) && entry.allowPlaintext !== true) {
       at('security', `plain sends passwords in clear; allowed only to a loopback host (host "${host}")`);
     }
-    if (entry.forwardClientIp === true && security !== 'tls') {
-      at('forwardClientIp', 'needs security tls (the ID command would travel before TLS)');
+    // contract §5: the client's address travels only inside TLS (sent after STARTTLS too).
+    if (entry.forwardClientIp === true && security === 'plain') {
+      at('forwardClientIp', 'needs TLS (tls or starttls): the address travels only inside TLS');
     }
     return {
       kind: 'imap',

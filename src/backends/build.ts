@@ -2,7 +2,7 @@
 // guard, its credential-free probe, and the chain over all of them in order.
 import { ConfigError } from '../config-error.ts';
 import { createImapAuthenticator, type ImapSettings, imapTlsOptions } from '../imap.ts';
-import { probeImap } from '../imap-probe.ts';
+import { probeImapServer } from '../imap-client.ts';
 import { RefusalTiming } from '../refusal-timing.ts';
 import type { BackendSpec } from './auth-config.ts';
 import type { Authenticator, Backend, VerifyResult } from './authenticator.ts';
@@ -35,7 +35,7 @@ export function createBackend(spec: BackendSpec, observe: BackendObserver = () =
       ...createImapAuthenticator(settings, undefined, undefined, (result, seconds) =>
         observe(backend, result, seconds),
       ),
-      probe: () => probeImap(settings, tls),
+      probe: () => probeImapServer(settings, tls),
     };
     return backend;
   }
