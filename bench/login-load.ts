@@ -2,14 +2,18 @@
 // one JSON line (LoginLoadResult). Two modes, for the same Dovecot accounts user000..user099:
 //   http URL CONCURRENCY SECONDS          POST /api/auth/login, then /api/auth/logout with the cookie
 //   imap HOST PORT CA_FILE CONCURRENCY SECONDS   raw IMAP over TLS: greeting, LOGIN, LOGOUT
-// The imap mode is the ceiling of the http one: the least an IMAP login can cost on this machine.
+//   ldap URL CA_FILE CONCURRENCY SECONDS  raw LDAPS with ldapts: connect, simple bind, unbind
+// The imap and ldap modes are the ceilings of the http one: the least a check can cost here.
+// The harness slapd of the LDAP case holds the same user000..user099 accounts.
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import tls from 'node:tls';
+import { Client } from 'ldapts';
 import { TEST_USERS } from '../test/helpers/dovecot.ts';
+import { PEOPLE_DN } from '../test/helpers/slapd.ts';
 
 export interface LoginLoadResult {
-  readonly mode: 'http' | 'imap';
+  readonly mode: 'http' | 'imap' | 'ldap';
   readonly concurrency: number;
   readonly seconds: number;
   /** Successful logins. */
@@ -162,6 +166,32 @@ async function imapLoop(
   }
 }
 
+// ---- ldap: the raw ceiling of the LDAP case ----------------------------------------------------
+
+async function ldapLoop(
+  url: string,
+  ca: string,
+  deadline: number,
+  logins: number[],
+  secondary: number[],
+  failures: Record<string, number>,
+) {
+  while (performance.now() < deadline) {
+    const user = takeUser();
+    const started = performance.now();
+    const client = new Client({ url, timeout: TIMEOUT_MS, connectTimeout: TIMEOUT_MS, tlsOptions: { ca } });
+    try {
+      await client.bind(`uid=${user.username},${PEOPLE_DN}`, user.password);
+      secondary.push(performance.now() - started);
+      await client.unbind();
+      logins.push(performance.now() - started);
+    } catch (err) {
+      await client.unbind().catch(() => undefined);
+      count(failures, err instanceof Error ? err.message.split('\n')[0]! : String(err));
+    }
+  }
+}
+
 // ---- main -------------------------------------------------------------------------------------
 
 async function main(): Promise<LoginLoadResult> {
@@ -193,9 +223,18 @@ async function main(): Promise<LoginLoadResult> {
         imapLoop(host, Number(port), ca, deadline, logins, secondary, failures),
       ),
     );
+  } else if (mode === 'ldap') {
+    const [url, caFile, c, s] = args as [string, string, string, string];
+    concurrency = Number(c);
+    seconds = Number(s);
+    const ca = readFileSync(caFile, 'utf8');
+    const deadline = started + seconds * 1000;
+    await Promise.all(
+      Array.from({ length: concurrency }, () => ldapLoop(url, ca, deadline, logins, secondary, failures)),
+    );
   } else {
     throw new Error(
-      'usage: login-load.ts http URL CONCURRENCY SECONDS | imap HOST PORT CA CONCURRENCY SECONDS',
+      'usage: login-load.ts http URL CONCURRENCY SECONDS | imap HOST PORT CA CONCURRENCY SECONDS | ldap URL CA CONCURRENCY SECONDS',
     );
   }
   const elapsed = (performance.now() - started) / 1000;

@@ -62,7 +62,7 @@ export function wrkLoad(server: Server, script: string, urlPath: string, loadFil
 
 /** bench/login-load.ts in its own process; `args` after the mode. */
 export async function loginLoad(
-  mode: 'http' | 'imap',
+  mode: 'http' | 'imap' | 'ldap',
   args: string[],
 ): Promise<LoginLoadResult & { cores: number }> {
   const child = spawnManaged(

@@ -1,7 +1,7 @@
 // npm run bench: seeds SQLite with 1 000 000 sessions, starts the harness Dovecot, clubhouse and a
 // bare node:http baseline, loads them with wrk (and a login loop), and writes bench/results/latest.md.
 // BENCH_QUICK=1 shortens every round for a smoke run. BENCH_ONLY=login,memory (a comma-separated
-// subset of check, groups, login, size, workers, memory) runs only those cases at the real schedule, for a
+// subset of check, groups, login, ldap, size, workers, memory) runs only those cases at the real schedule, for a
 // focused before/after figure; its report goes to bench/results/only-<cases>.md.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { ensureDebianPackage } from '../test/helpers/apt.ts';
 import { removeNow, removeOnExit } from '../test/helpers/child.ts';
 import { type Dovecot, startDovecot } from '../test/helpers/dovecot.ts';
 import { alternate, type Comparison, compare, median, medianRound, ratiosOf, type Side } from './compare.ts';
+import { ldapLoginCase } from './ldap-case.ts';
 import {
   assertRunning,
   CONNECTIONS,
@@ -50,7 +51,7 @@ const SMALL: SeedPlan = {
   groups: 1_000,
   groupsPerUser: 20,
 };
-const CASES = ['check', 'groups', 'login', 'size', 'workers', 'memory'] as const;
+const CASES = ['check', 'groups', 'login', 'ldap', 'size', 'workers', 'memory'] as const;
 const ONLY = (process.env['BENCH_ONLY'] ?? '').split(',').filter((name) => name !== '');
 for (const name of ONLY) {
   if (!(CASES as readonly string[]).includes(name)) throw new Error(`BENCH_ONLY: unknown case ${name}`);
@@ -302,6 +303,18 @@ async function main(cleanup: Cleanup): Promise<string> {
         loginNotes,
         'logins/s',
       ),
+    );
+  }
+
+  if (runs('ldap')) {
+    cases.push(
+      await ldapLoginCase({
+        database: small.path,
+        dovecot,
+        concurrency: LOGIN_CONCURRENCY,
+        schedule: SCHEDULE,
+        log,
+      }),
     );
   }
 

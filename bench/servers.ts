@@ -70,6 +70,8 @@ export async function startClubhouse(
   database: string,
   dovecot: Dovecot,
   workers: number,
+  /** Settings that replace the IMAP ones (the LDAP case: AUTH_BACKENDS=ldap and its LDAP_*). */
+  backendEnv: Record<string, string> = {},
 ): Promise<Server> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
@@ -82,6 +84,7 @@ export async function startClubhouse(
     IMAP_CA_FILE: dovecot.caFile,
     LOG_LEVEL: 'warn',
     WORKERS: String(workers),
+    ...backendEnv,
   };
   return start(label, ['src/main.ts'], env, port, workers);
 }

@@ -21,8 +21,15 @@ export type LoginOutcome =
       readonly username: string;
       readonly sessionId: string;
       readonly expiresAt: number;
+      readonly backend?: string;
     }
-  | { readonly kind: 'failure'; readonly failure: LoginFailure; readonly reason: string }
+  | {
+      readonly kind: 'failure';
+      readonly failure: LoginFailure;
+      readonly reason: string;
+      /** The backend that decided (contract §8); absent when none was asked. */
+      readonly backend?: string;
+    }
   | { readonly kind: 'throttled'; readonly retryAfterSeconds: number };
 
 const fail = (failure: LoginFailure, reason: string): LoginOutcome => ({ kind: 'failure', failure, reason });
@@ -82,7 +89,9 @@ async function attempt(
     return refuseHere(deps, 'user_not_allowed', 'unknown user and ALLOW_NEW_USERS=false');
 
   const verified = await deps.authenticator.verify(username, password, client.ip);
-  if (!verified.ok) return fail(verified.failure, verified.reason);
+  if (!verified.ok) {
+    return { kind: 'failure', failure: verified.failure, reason: verified.reason, backend: verified.backend };
+  }
 
   const admission = await deps.users.recordLogin(username, deps.sessions.now(), deps.allowNewUsers);
   if (admission === 'disabled') return fail('user_disabled', 'user is disabled');
@@ -96,5 +105,11 @@ async function attempt(
     await deps.sessions.end(session.id);
     return fail('user_disabled', 'user was disabled during login');
   }
-  return { kind: 'success', username, sessionId: session.id, expiresAt: session.expiresAt };
+  return {
+    kind: 'success',
+    username,
+    sessionId: session.id,
+    expiresAt: session.expiresAt,
+    backend: verified.backend,
+  };
 }

@@ -1,10 +1,24 @@
 // `clubhouse config check`: the effective settings with secrets masked, and what looks risky.
+import type { BackendSpec } from './backends/auth-config.ts';
 import { type Config, isLoopbackHost } from './config.ts';
 import { presentSetting, settingRows } from './settings.ts';
 import { storeTls } from './store/open.ts';
 
+/** One backend as `config check` shows it (contract §8): kind, domains and settings, secrets masked. */
+export function presentBackend(spec: BackendSpec): Record<string, unknown> {
+  const settings: Record<string, unknown> =
+    spec.kind === 'imap'
+      ? { ...spec.imap }
+      : { ...spec.ldap, bindPassword: spec.ldap.bindPassword === null ? null : '***' };
+  return { name: spec.name, kind: spec.kind, domains: spec.domains ?? '(every username)', ...settings };
+}
+
 /** The settings as an operator would write them, secrets masked, and the warnings about them. */
-export function configReport(config: Config): { settings: Record<string, string>; warnings: string[] } {
+export function configReport(config: Config): {
+  settings: Record<string, string>;
+  backends: Record<string, unknown>[];
+  warnings: string[];
+} {
   // Every row of the settings table, so that a new setting cannot be missing here.
   const settings: Record<string, string> = {};
   for (const [name] of settingRows()) settings[name] = presentSetting(name, config.settings[name]);
@@ -27,8 +41,9 @@ export function configReport(config: Config): { settings: Record<string, string>
     if (host !== null && state === 'off' && !isLoopbackHost(host))
       warnings.push(`${store} reaches ${host} without TLS: data and passwords cross the network in clear.`);
   }
-  if (config.imap.host === null) warnings.push('IMAP_HOST is not set: the server will not start.');
-  if (config.imap.security === 'plain') {
+  const envImap = config.auth.backends.some((spec) => spec.kind === 'imap' && spec.imap === config.imap);
+  if (envImap && config.imap.host === null) warnings.push('IMAP_HOST is not set: the server will not start.');
+  if (envImap && config.imap.security === 'plain') {
     warnings.push(
       config.imap.host !== null && isLoopbackHost(config.imap.host)
         ? 'IMAP_SECURITY=plain: passwords go to the mail server unencrypted (loopback only).'
@@ -62,7 +77,13 @@ export function configReport(config: Config): { settings: Record<string, string>
   if (config.metricsPort === null && publicListener) {
     warnings.push('/metrics is served on the public port; set METRICS_PORT to keep it apart.');
   }
-  return { settings, warnings };
+  for (const spec of config.auth.backends) {
+    const security = spec.kind === 'imap' ? spec.imap.security : spec.ldap.security;
+    if (security === 'plain' && !(spec.kind === 'imap' && spec.imap === config.imap)) {
+      warnings.push(`Backend ${spec.name}: plain text, passwords travel unencrypted.`);
+    }
+  }
+  return { settings, backends: config.auth.backends.map(presentBackend), warnings };
 }
 
 /** The host of a postgres:// or redis:// URL (the first sentinel of a list); null for SQLite. */

@@ -2,6 +2,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseDotenv } from 'dotenv';
 import { customCleanEnv } from 'envalid';
+import { type BackendSpec, ldapSettings, type RawLdap, readAuthConfig } from './backends/auth-config.ts';
+import { ConfigError, isLoopbackHost } from './config-error.ts';
 import {
   type ImapSecurity,
   type LogLevel,
@@ -12,6 +14,7 @@ import {
 import { parsePostgresTls } from './store/postgres-url.ts';
 import { parseRedisTarget } from './store/redis-url.ts';
 
+export { ConfigError, isLoopbackHost } from './config-error.ts';
 export type { ImapSecurity, LogLevel, TrustProxy, UsernameCase } from './settings.ts';
 
 export interface Config {
@@ -43,6 +46,12 @@ export interface Config {
     readonly queueLimit: number;
     readonly forwardClientIp: boolean;
   };
+  /** The backends asked, in order (contract §8); from AUTH_BACKENDS or the AUTH_CONFIG file. */
+  readonly auth: {
+    readonly backends: readonly BackendSpec[];
+    /** The AUTH_CONFIG file, or null when the environment settings describe the backends. */
+    readonly configFile: string | null;
+  };
   readonly cookieSecure: boolean;
   readonly trustedOrigins: readonly string[];
   /** contract §7: the Host names served (Django's ALLOWED_HOSTS, lower-cased); `null`: any Host. */
@@ -70,15 +79,6 @@ export interface Config {
   readonly settings: CleanedSettings;
 }
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  readonly variable: string;
-  constructor(variable: string, message: string) {
-    super(`${variable}: ${message}`);
-    this.variable = variable;
-  }
-}
-
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** Reads `.env` (when present) under the real environment: a variable set in the environment wins. */
@@ -93,7 +93,7 @@ export function parseSettings(env: Env): CleanedSettings {
   const trimmed: Record<string, string> = {};
   for (const name of Object.keys(SETTINGS)) {
     const value = env[name]?.trim();
-    if (value !== undefined && value !== '') trimmed[name] = value;
+    if (value !== undefined && value !== '' && backendSettingRead(name, env)) trimmed[name] = value;
   }
   return customCleanEnv(trimmed, SETTINGS, (cleaned) => cleaned, {
     reporter: ({ errors }) => {
@@ -103,6 +103,45 @@ export function parseSettings(env: Env): CleanedSettings {
         if (error !== undefined) throw new ConfigError(name, error.message);
       }
     },
+  });
+}
+
+/**
+ * contract §8: a backend kind's settings are read only when AUTH_BACKENDS lists the kind, and
+ * none of them when AUTH_CONFIG describes the backends instead.
+ */
+function backendSettingRead(name: string, env: Env): boolean {
+  const kind = /^(IMAP|LDAP)_/.exec(name)?.[1]?.toLowerCase();
+  if (kind === undefined && name !== 'AUTH_BACKENDS') return true;
+  if ((env['AUTH_CONFIG']?.trim() ?? '') !== '') return false;
+  if (kind === undefined) return true;
+  const listed = (env['AUTH_BACKENDS']?.trim() || 'imap').split(',').map((item) => item.trim().toLowerCase());
+  return listed.includes(kind);
+}
+
+/** The backend specs of the environment settings, in AUTH_BACKENDS order. */
+function backendsFromEnvironment(s: CleanedSettings, imap: Config['imap']): BackendSpec[] {
+  return s.AUTH_BACKENDS.map((kind): BackendSpec => {
+    if (kind === 'imap') return { kind, name: 'imap', domains: null, imap };
+    const raw: RawLdap = {
+      url: s.LDAP_URL,
+      security: s.LDAP_SECURITY,
+      allowPlaintext: s.LDAP_ALLOW_PLAINTEXT,
+      caFile: s.LDAP_CA_FILE,
+      userDn: s.LDAP_USER_DN,
+      bindDn: s.LDAP_BIND_DN,
+      bindPassword: s.LDAP_BIND_PASSWORD,
+      baseDn: s.LDAP_BASE_DN,
+      userFilter: s.LDAP_USER_FILTER,
+      timeoutMs: s.LDAP_TIMEOUT_MS,
+      maxConcurrency: s.LDAP_MAX_CONCURRENCY,
+      queueLimit: s.LDAP_QUEUE_LIMIT,
+    };
+    // `bindPassword` → LDAP_BIND_PASSWORD: the error names the variable the operator set.
+    const refuse = (field: string, message: string): never => {
+      throw new ConfigError(`LDAP_${field.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`, message);
+    };
+    return { kind, name: 'ldap', domains: null, ldap: ldapSettings(raw, refuse) };
   });
 }
 
@@ -159,6 +198,18 @@ export function loadConfig(env: Env): Config {
       'must not exceed REQUEST_TIMEOUT_MS (the headers are part of the request)',
     );
   }
+  const imap: Config['imap'] = {
+    host: imapHost,
+    port: s.IMAP_PORT ?? (s.IMAP_SECURITY === 'tls' ? 993 : 143),
+    security: s.IMAP_SECURITY,
+    allowPlaintext: s.IMAP_ALLOW_PLAINTEXT,
+    caFile: s.IMAP_CA_FILE ?? null,
+    timeoutMs: s.IMAP_TIMEOUT_MS,
+    maxConcurrency: s.IMAP_MAX_CONCURRENCY,
+    queueLimit: s.IMAP_QUEUE_LIMIT,
+    forwardClientIp: s.IMAP_FORWARD_CLIENT_IP,
+  };
+  const configFile = s.AUTH_CONFIG ?? null;
   const config: Config = {
     host: s.HOST,
     port: s.PORT,
@@ -170,16 +221,10 @@ export function loadConfig(env: Env): Config {
     redisCaFile,
     redisKeyPrefix: s.REDIS_KEY_PREFIX,
     sqliteBusyTimeoutMs: s.SQLITE_BUSY_TIMEOUT_MS,
-    imap: {
-      host: imapHost,
-      port: s.IMAP_PORT ?? (s.IMAP_SECURITY === 'tls' ? 993 : 143),
-      security: s.IMAP_SECURITY,
-      allowPlaintext: s.IMAP_ALLOW_PLAINTEXT,
-      caFile: s.IMAP_CA_FILE ?? null,
-      timeoutMs: s.IMAP_TIMEOUT_MS,
-      maxConcurrency: s.IMAP_MAX_CONCURRENCY,
-      queueLimit: s.IMAP_QUEUE_LIMIT,
-      forwardClientIp: s.IMAP_FORWARD_CLIENT_IP,
+    imap,
+    auth: {
+      backends: configFile === null ? backendsFromEnvironment(s, imap) : readAuthConfig(configFile),
+      configFile,
     },
     cookieSecure: s.COOKIE_SECURE,
     trustedOrigins: s.TRUSTED_ORIGINS,
@@ -212,12 +257,6 @@ export function requireImapHost(config: Config): string {
     throw new ConfigError('IMAP_HOST', 'required: the IMAP server that checks passwords');
   }
   return config.imap.host;
-}
-
-/** True for names and addresses that cannot leave this machine. */
-export function isLoopbackHost(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '');
-  return bare === 'localhost' || bare === '::1' || /^127(\.[0-9]{1,3}){3}$/.test(bare);
 }
 
 function deepFreeze<T extends object>(value: T): T {

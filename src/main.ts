@@ -10,7 +10,10 @@ import { startServer } from './server.ts';
 function configOrExit(): Config {
   try {
     const config = loadConfig(environmentWithDotenv());
-    requireImapHost(config);
+    // contract §8: IMAP_HOST is needed only when the environment's IMAP server is asked.
+    if (config.auth.backends.some((spec) => spec.kind === 'imap' && spec.imap.host === null)) {
+      requireImapHost(config);
+    }
     return config;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;

@@ -13,8 +13,11 @@ export interface Metrics {
   /** The exposition for a scrape: this process's, or under WORKERS the sum over every worker. */
   text(): Promise<string>;
   observeRequest(method: string, route: string, status: number, seconds: number): void;
-  observeLogin(outcome: LoginOutcomeLabel, failure: LoginFailure | undefined): void;
+  /** `backend`: the backend that decided (contract §8), '' when none did (throttled, refused input). */
+  observeLogin(outcome: LoginOutcomeLabel, failure: LoginFailure | undefined, backend?: string): void;
   observeImap(result: VerifyResult, seconds: number): void;
+  /** One attempt at any backend (IMAP and LDAP alike), by backend name and result. */
+  observeBackend(backend: string, result: VerifyResult, seconds: number): void;
   /** Wires the gauges that are read at scrape time. */
   setSources(sources: MetricSources): void;
 }
@@ -49,8 +52,8 @@ export function createMetrics(now: () => number = Date.now): Metrics {
   });
   const logins = new client.Counter({
     name: 'clubhouse_login_attempts_total',
-    help: 'Login attempts by outcome (success, failure, throttled) and failure class.',
-    labelNames: ['outcome', 'failure'] as const,
+    help: 'Login attempts by outcome (success, failure, throttled), failure class and the backend that decided.',
+    labelNames: ['outcome', 'failure', 'backend'] as const,
     registers: [registry],
   });
   const throttled = new client.Counter({
@@ -62,6 +65,13 @@ export function createMetrics(now: () => number = Date.now): Metrics {
     name: 'clubhouse_imap_login_duration_seconds',
     help: 'Time of one IMAP login attempt (connect, TLS, greeting, authentication), by result.',
     labelNames: ['result'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const backendLatency = new client.Histogram({
+    name: 'clubhouse_backend_login_duration_seconds',
+    help: 'Time of one login attempt at an authentication backend (IMAP or LDAP), by backend and result.',
+    labelNames: ['backend', 'result'] as const,
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
@@ -121,12 +131,15 @@ export function createMetrics(now: () => number = Date.now): Metrics {
       requests.inc(labels);
       latency.observe(labels, seconds);
     },
-    observeLogin(outcome, failure) {
-      logins.inc({ outcome, failure: failure ?? '' });
+    observeLogin(outcome, failure, backend) {
+      logins.inc({ outcome, failure: failure ?? '', backend: backend ?? '' });
       if (outcome === 'throttled') throttled.inc();
     },
     observeImap(result, seconds) {
       imapLatency.observe({ result: result.ok ? 'ok' : result.failure }, seconds);
+    },
+    observeBackend(backend, result, seconds) {
+      backendLatency.observe({ backend, result: result.ok ? 'ok' : result.failure }, seconds);
     },
     setSources(next) {
       sources = next;

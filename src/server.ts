@@ -2,9 +2,9 @@
 // stopped as one (used by `npm start` and `npm run demo`).
 import cluster from 'node:cluster';
 import type { Logger } from 'pino';
+import { createAuthenticator } from './backends/build.ts';
 import type { Config } from './config.ts';
-import { buildApp } from './http/app.ts';
-import { createImapAuthenticator, imapSettings } from './imap.ts';
+import { buildApp, READY_PROBE_TTL_MS } from './http/app.ts';
 import { createMetrics, serveMetrics } from './metrics.ts';
 import { openStores } from './store/open.ts';
 
@@ -31,12 +31,14 @@ export async function startServer(
     onError: (store, err) => logger.warn({ store, err }, 'store connection error'),
   });
   const metrics = createMetrics();
-  const authenticator = createImapAuthenticator(
-    imapSettings(config),
-    undefined,
-    undefined,
-    (result, seconds) => metrics.observeImap(result, seconds),
-  );
+  // contract §8: the configured backends, asked in order (default: the one IMAP server of §5).
+  const authenticator = createAuthenticator(config.auth.backends, {
+    probeTtlMs: READY_PROBE_TTL_MS,
+    observe: (backend, result, seconds) => {
+      if (backend.kind === 'imap') metrics.observeImap(result, seconds);
+      metrics.observeBackend(backend.name, result, seconds);
+    },
+  });
   const { fastify, sessions, throttle } = await buildApp({ config, stores, authenticator, logger, metrics });
   // Under WORKERS the primary serves METRICS_PORT, with the sum over the workers (cluster.ts).
   const metricsServer =
@@ -59,6 +61,7 @@ export async function startServer(
     clearInterval(purge);
     await metricsServer?.close();
     await stores.close();
+    await authenticator.close?.();
     throw err;
   }
   const address = fastify.server.address();
@@ -72,6 +75,7 @@ export async function startServer(
       await fastify.close();
       await metricsServer?.close();
       await stores.close();
+      await authenticator.close?.();
     },
   };
 }

@@ -7,6 +7,8 @@ import { isIP } from 'node:net';
 import { EnvError, makeValidator } from 'envalid';
 
 export type ImapSecurity = 'tls' | 'starttls' | 'plain';
+export type LdapSecurity = 'tls' | 'starttls' | 'plain';
+export type BackendKindSetting = 'imap' | 'ldap';
 export type UsernameCase = 'lower' | 'preserve';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type TrustProxy = boolean | number | string[];
@@ -114,6 +116,18 @@ const allowedHosts = makeValidator<string[]>((raw) => {
   return entries.map((entry) => (entry.length > 1 && entry.endsWith('.') ? entry.slice(0, -1) : entry));
 });
 
+const backendKinds = makeValidator<BackendKindSetting[]>((raw) => {
+  const kinds = raw.split(',').map((item) => item.trim().toLowerCase());
+  for (const kind of kinds) {
+    if (kind !== 'imap' && kind !== 'ldap')
+      throw new EnvError(`expected imap and/or ldap, comma-separated, got "${kind}"`);
+  }
+  if (new Set(kinds).size !== kinds.length) throw new EnvError(`"${raw}" lists a backend twice`);
+  return kinds as BackendKindSetting[];
+});
+
+const ldapUrl = matching(/^ldaps?:\/\/[^/?#@]+\/?$/, 'expected ldaps://HOST[:636] or ldap://HOST[:389]');
+
 const secretKey = makeValidator<string>((raw) => {
   if (raw.length < 32) throw new EnvError('expected at least 32 characters');
   return raw;
@@ -195,6 +209,19 @@ export const SETTINGS = {
       desc: "how long a statement waits for another process's write lock before the request answers 503",
     }),
   ),
+  AUTH_BACKENDS: row(
+    backendKinds({
+      default: ['imap'],
+      desc: 'the backends asked, in order, comma-separated: `imap`, `ldap`; each kind reads only its own settings',
+    }),
+  ),
+  AUTH_CONFIG: row(
+    file({
+      default: undefined,
+      desc: 'a JSON file of backends (several of one kind, by mail domain), validated against `docs/auth-config.schema.json`; replaces `AUTH_BACKENDS`, `IMAP_*` and `LDAP_*`',
+    }),
+    { unset: '(the settings below)' },
+  ),
   IMAP_HOST: row(text({ default: undefined, desc: 'the IMAP server that checks passwords' }), {
     unset: '(required to serve)',
   }),
@@ -237,6 +264,65 @@ export const SETTINGS = {
       default: false,
       desc: "send the client's IP in the IMAP `ID` command (`x-originating-ip`); over TLS only (`tls` or `starttls`: it is sent after STARTTLS)",
     }),
+  ),
+  LDAP_URL: row(
+    ldapUrl({ default: undefined, desc: 'the directory: `ldaps://HOST[:636]` or `ldap://HOST[:389]`' }),
+    {
+      unset: '(required for `ldap`)',
+    },
+  ),
+  LDAP_SECURITY: row(
+    oneOf<LdapSecurity>(['tls', 'starttls', 'plain'])({
+      default: undefined,
+      desc: '`tls` (ldaps://), `starttls` (ldap://, required, never opportunistic) or `plain` (ldap://)',
+    }),
+    { unset: '`tls` for ldaps://, `starttls` for ldap://' },
+  ),
+  LDAP_ALLOW_PLAINTEXT: row(
+    boolean({ default: false, desc: 'allow `plain` to a host that is not loopback' }),
+  ),
+  LDAP_CA_FILE: row(
+    file({
+      default: undefined,
+      desc: 'a PEM CA added to the system roots (certificates are always verified)',
+    }),
+    { unset: '(system roots only)' },
+  ),
+  LDAP_USER_DN: row(
+    text({
+      default: undefined,
+      desc: 'direct bind: a DN template, e.g. `uid={username},ou=people,dc=example,dc=org` (the username escaped per RFC 4514)',
+    }),
+    { unset: '(search, then bind)' },
+  ),
+  LDAP_BIND_DN: row(
+    text({ default: undefined, desc: 'search, then bind: the service account that searches' }),
+    { unset: '(direct bind)' },
+  ),
+  LDAP_BIND_PASSWORD: row(text({ default: undefined, desc: "the service account's password" }), {
+    unset: '(unset)',
+    secret: 'value',
+  }),
+  LDAP_BASE_DN: row(text({ default: undefined, desc: 'where the search looks (whole subtree)' }), {
+    unset: '(required with `LDAP_BIND_DN`)',
+  }),
+  LDAP_USER_FILTER: row(
+    text({
+      default: '(uid={username})',
+      desc: 'the search filter (the username escaped per RFC 4515); exactly one entry must match',
+    }),
+  ),
+  LDAP_TIMEOUT_MS: row(
+    integer(100, 120_000)({ default: 5000, desc: 'deadline of one LDAP login: connect, TLS and the binds' }),
+  ),
+  LDAP_MAX_CONCURRENCY: row(
+    integer(1, 1024)({ default: 32, desc: 'LDAP logins at once; more wait in a queue' }),
+  ),
+  LDAP_QUEUE_LIMIT: row(
+    integer(
+      0,
+      100_000,
+    )({ default: 1000, desc: 'LDAP logins that may wait; beyond that a login fails at once' }),
   ),
   COOKIE_SECURE: row(
     boolean({

@@ -221,6 +221,8 @@ describe('the settings table', () => {
     SESSION_STORE: 'redis://cache.internal:6379',
     REDIS_KEY_PREFIX: 'other:',
     SQLITE_BUSY_TIMEOUT_MS: '1234',
+    AUTH_BACKENDS: 'ldap',
+    AUTH_CONFIG: 'docs/auth-config.example.json',
     IMAP_HOST: 'mail.example.org',
     IMAP_PORT: '1993',
     IMAP_SECURITY: 'starttls',
@@ -230,6 +232,18 @@ describe('the settings table', () => {
     IMAP_MAX_CONCURRENCY: '8',
     IMAP_QUEUE_LIMIT: '10',
     IMAP_FORWARD_CLIENT_IP: 'true',
+    LDAP_URL: 'ldaps://dir.example.org:1636',
+    LDAP_SECURITY: 'plain',
+    LDAP_ALLOW_PLAINTEXT: 'true',
+    LDAP_CA_FILE: 'package.json',
+    LDAP_USER_DN: 'cn={username},dc=example,dc=org',
+    LDAP_BIND_DN: 'cn=other,dc=example,dc=org',
+    LDAP_BIND_PASSWORD: 'other-secret',
+    LDAP_BASE_DN: 'ou=other,dc=example,dc=org',
+    LDAP_USER_FILTER: '(mail={username})',
+    LDAP_TIMEOUT_MS: '7000',
+    LDAP_MAX_CONCURRENCY: '8',
+    LDAP_QUEUE_LIMIT: '10',
     COOKIE_SECURE: 'true',
     TRUSTED_ORIGINS: 'https://app.example.org',
     ALLOWED_HOSTS: 'club.example.org',
@@ -248,11 +262,36 @@ describe('the settings table', () => {
     KEEP_ALIVE_TIMEOUT_MS: '5000',
   };
   // Settings that are only valid together with another one.
+  const direct = {
+    AUTH_BACKENDS: 'ldap',
+    LDAP_URL: 'ldaps://dir.example.org',
+    LDAP_USER_DN: 'uid={username},dc=example,dc=org',
+  };
+  const search = {
+    AUTH_BACKENDS: 'ldap',
+    LDAP_URL: 'ldaps://dir.example.org',
+    LDAP_BIND_DN: 'cn=svc,dc=example,dc=org',
+    LDAP_BIND_PASSWORD: 'svc-secret',
+    LDAP_BASE_DN: 'dc=example,dc=org',
+  };
   const COMPANIONS: Partial<Record<SettingName, Record<string, string>>> = {
     IMAP_FORWARD_CLIENT_IP: { IMAP_SECURITY: 'tls' },
     DATABASE_CA_FILE: { DATABASE_URL: 'postgres://db.internal/clubhouse' },
     DATABASE_TRANSACTION_POOLER: { DATABASE_URL: 'postgres://db.internal/clubhouse' },
     REDIS_CA_FILE: { SESSION_STORE: 'rediss://cache.internal:6379' },
+    AUTH_BACKENDS: { LDAP_URL: direct.LDAP_URL, LDAP_USER_DN: direct.LDAP_USER_DN },
+    LDAP_URL: direct,
+    LDAP_SECURITY: { ...direct, LDAP_URL: 'ldap://127.0.0.1' },
+    LDAP_ALLOW_PLAINTEXT: direct,
+    LDAP_CA_FILE: direct,
+    LDAP_USER_DN: direct,
+    LDAP_BIND_DN: search,
+    LDAP_BIND_PASSWORD: search,
+    LDAP_BASE_DN: search,
+    LDAP_USER_FILTER: search,
+    LDAP_TIMEOUT_MS: direct,
+    LDAP_MAX_CONCURRENCY: direct,
+    LDAP_QUEUE_LIMIT: direct,
   };
   const withoutTable = (config: ReturnType<typeof loadConfig>) => {
     const { settings: _settings, ...rest } = config;

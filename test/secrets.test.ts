@@ -28,6 +28,7 @@ const SUITES = [
   'faults-imap',
   'store-unavailable',
   'wire',
+  'auth-backends',
 ].map((name) => join('test', `${name}.test.ts`));
 
 function withoutTestContext(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {

@@ -43,16 +43,20 @@ export const COMMANDS: readonly Command[] = [
     summary: 'Print the effective settings (secrets masked) and warnings; exit 2 when a setting is invalid.',
     positionals: 0,
     async run(context) {
-      const { settings, warnings } = configReport(context.config);
+      const { settings, backends, warnings } = configReport(context.config);
       if (context.json) {
-        context.out(JSON.stringify({ settings, warnings }));
+        context.out(JSON.stringify({ settings, backends, warnings }));
         return;
       }
       const width = Math.max(...Object.keys(settings).map((name) => name.length));
       const lines = Object.entries(settings).map(([name, value]) => `${name.padEnd(width)}  ${value}`);
+      // contract §8: the backends as they will be asked, in order, secrets masked.
+      const chain = backends.map((backend, index) => `backend ${index + 1}: ${JSON.stringify(backend)}`);
       context.out(
         [
           ...lines,
+          '',
+          ...chain,
           '',
           ...(warnings.length === 0 ? ['No warnings.'] : warnings.map((w) => `warning: ${w}`)),
         ].join('\n'),

@@ -189,8 +189,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerSchemaRoute(fastify, endpoint);
   registerWebClient(fastify);
   const imapProbe = config.imap.host === null ? null : readinessProbe(imapSettings(config));
-  registerOps(fastify, { stores, imapProbe, metrics: config.metricsPort === null ? metrics : null });
-
+  // contract §8: a chain of backends probes each of them and names the failing one.
+  const backends = authenticator.readiness?.bind(authenticator) ?? null;
+  registerOps(fastify, {
+    stores,
+    imapProbe,
+    backends,
+    metrics: config.metricsPort === null ? metrics : null,
+  });
   fastify.addHook('preClose', (done) => {
     lifecycle.closing = true;
     done();

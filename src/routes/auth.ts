@@ -97,10 +97,16 @@ export function registerAuthRoutes(endpoint: DeclareEndpoint, deps: AuthRouteDep
       outcome: outcome.kind,
       failure: outcome.kind === 'failure' ? outcome.failure : undefined,
       reason: outcome.kind === 'failure' ? outcome.reason : undefined,
+      // contract §8: the backend that decided.
+      backend: outcome.kind === 'throttled' ? undefined : outcome.backend,
       durationMs: Math.round((performance.now() - started) * 10) / 10,
     };
     request.log.info(audit, 'login attempt');
-    deps.metrics.observeLogin(outcome.kind, outcome.kind === 'failure' ? outcome.failure : undefined);
+    deps.metrics.observeLogin(
+      outcome.kind,
+      outcome.kind === 'failure' ? outcome.failure : undefined,
+      outcome.kind === 'throttled' ? undefined : outcome.backend,
+    );
     if (outcome.kind === 'throttled') throw throttled(outcome.retryAfterSeconds);
     if (outcome.kind === 'failure') throw new ApiError(API_ERRORS.LOGIN_FAILED);
     const cookies = loginCookies(

@@ -13,6 +13,8 @@ export interface OpsDeps {
   readonly stores: Pick<Stores, 'ping' | 'tls'>;
   /** The cached IMAP probe; null when no IMAP server is configured. */
   readonly imapProbe: { check(): Promise<ProbeResult> } | null;
+  /** Every backend's readiness by name (contract §8); replaces `imapProbe` when present. */
+  readonly backends?: (() => Promise<Record<string, string>>) | null;
   /** Null when /metrics is served on METRICS_PORT instead. */
   readonly metrics: Metrics | null;
 }
@@ -22,12 +24,16 @@ const READY_RETRY_AFTER_SECONDS = 5;
 
 /** What each part answers: "ok" or why not. */
 export async function readiness(
-  deps: Pick<OpsDeps, 'stores' | 'imapProbe'>,
+  deps: Pick<OpsDeps, 'stores' | 'imapProbe' | 'backends'>,
 ): Promise<Record<string, string>> {
   const stores = deps.stores.ping().then(
     () => 'ok',
     (err: unknown) => (err instanceof StoreUnavailableError ? `${err.store} unavailable` : 'unavailable'),
   );
+  if (deps.backends) {
+    const [store, backends] = await Promise.all([stores, deps.backends()]);
+    return { stores: store, ...backends };
+  }
   const imap =
     deps.imapProbe === null
       ? Promise.resolve('not configured')

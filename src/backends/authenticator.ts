@@ -1,0 +1,64 @@
+// The seam every authentication backend implements (contract §8): IMAP (§5) and LDAP answer a
+// login with "ok" or one of the same failure classes, probe readiness without credentials, and
+// close. The chain (chain.ts) asks them in order; the login procedure (auth.ts) sees one
+// `Authenticator` whatever stands behind it.
+
+/** Why a login failed (contract §3); the client always sees one 403, the log and metrics see this. */
+export type LoginFailure =
+  | 'bad_credentials'
+  | 'user_disabled'
+  | 'user_not_allowed'
+  | 'rejected_input'
+  | 'upstream_unavailable'
+  | 'upstream_misconfigured';
+
+/** A backend's answer; `backend` names the one that decided (contract §8: audit line, metrics). */
+export type VerifyResult =
+  | { ok: true; backend?: string }
+  | { ok: false; failure: LoginFailure; reason: string; backend?: string };
+
+/** What a backend's guard reports for metrics: attempts running, waiting, and the breaker. */
+export interface GuardStats {
+  active: number;
+  queued: number;
+  breaker: string;
+}
+
+/** What the login procedure needs: verify a password, and counters for metrics. */
+export interface Authenticator {
+  verify(username: string, password: string, clientIp: string): Promise<VerifyResult>;
+  /**
+   * How long a refusal decided without asking this backend waits (contract §3: as long as its
+   * refusal of a wrong password would take).
+   */
+  refusalDelayMs(): number;
+  /** The longest one verify() can take: how long a guess may stay in flight (throttle.ts). */
+  readonly maxVerifyMs: number;
+  /** Counters for metrics and readiness. */
+  stats(): GuardStats;
+  /** Readiness of every backend without credentials, by backend name: "ok" or why not (§8). */
+  readiness?(): Promise<Record<string, string>>;
+  /** Releases what the backends hold (the chain; single backends hold nothing between logins). */
+  close?(): Promise<void>;
+}
+
+export type ProbeResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+
+export type BackendKind = 'imap' | 'ldap';
+
+/** One configured backend: IMAP or LDAP, behind its guard (guard.ts). */
+export interface Backend {
+  /** Unique; names it in the audit line, the metrics and /readyz. */
+  readonly name: string;
+  readonly kind: BackendKind;
+  /** Mail domains it serves (`local@domain` usernames only); null: every username. */
+  readonly domains: readonly string[] | null;
+  verify(username: string, password: string, clientIp: string): Promise<VerifyResult>;
+  /** As Authenticator's: how long this backend's refusal of a wrong password takes (contract §3). */
+  refusalDelayMs(): number;
+  readonly maxVerifyMs: number;
+  /** Connect, TLS and a credential-free check, within the backend's deadline; never logs a user in. */
+  probe(): Promise<ProbeResult>;
+  stats(): GuardStats;
+  close(): Promise<void>;
+}

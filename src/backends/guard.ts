@@ -1,0 +1,104 @@
+// The protections every backend shares (contract §5, §8): a concurrency cap with a bounded queue,
+// single-flight of identical concurrent attempts, and a circuit breaker that fails fast after
+// repeated `upstream_unavailable`. One wrapper around any backend's single-attempt function, so
+// IMAP and LDAP share the design instead of copies of it.
+import { createHash } from 'node:crypto';
+import { CircuitBreaker } from '../breaker.ts';
+import { Limiter, QueueFullError, QueueTimeoutError } from '../limiter.ts';
+import type { RefusalTiming } from '../refusal-timing.ts';
+import type { GuardStats, LoginFailure, VerifyResult } from './authenticator.ts';
+
+/** One attempt against the server, with its own deadline; resolves, never hangs. */
+export type AttemptOnce = (username: string, password: string, clientIp: string) => Promise<VerifyResult>;
+
+export interface GuardOptions {
+  /** Names the protocol in the reasons of our own overload ("LDAP queue full"). */
+  readonly label: string;
+  readonly maxConcurrency: number;
+  readonly queueLimit: number;
+  /** How long an attempt may wait for a slot (the backend's deadline). */
+  readonly timeoutMs: number;
+  readonly breaker?: CircuitBreaker;
+  /** Told the result and duration of every attempt that reached the server (metrics). */
+  readonly observe?: (result: VerifyResult, seconds: number) => void;
+  /** Sorts an error the attempt threw into the failure classes. */
+  readonly classify: (error: unknown) => { failure: LoginFailure; reason: string };
+  /** Durations of recent refused passwords, which a refusal decided without the backend imitates (§3). */
+  readonly timing: RefusalTiming;
+}
+
+export interface Guarded {
+  verify: AttemptOnce;
+  refusalDelayMs(): number;
+  readonly maxVerifyMs: number;
+  stats(): GuardStats;
+}
+
+/** Stable key for single-flight: identical username and password share one attempt. */
+function flightKey(username: string, password: string): string {
+  return createHash('sha256').update(username).update('\0').update(password).digest('base64');
+}
+
+/** Wraps `once` in the cap, queue, single-flight and breaker. */
+export function guardAttempts(once: AttemptOnce, options: GuardOptions): Guarded {
+  const breaker = options.breaker ?? new CircuitBreaker({ threshold: 5, openMs: 5000 });
+  const observe = options.observe ?? (() => undefined);
+  const limiter = new Limiter(options.maxConcurrency, options.queueLimit);
+  const inFlight = new Map<string, Promise<VerifyResult>>();
+
+  const attempt = async (username: string, password: string, clientIp: string): Promise<VerifyResult> => {
+    if (!breaker.tryAcquire()) {
+      return { ok: false, failure: 'upstream_unavailable', reason: 'circuit open' };
+    }
+    let outcome: 'up' | 'down' | 'neutral' = 'neutral';
+    try {
+      const result = await limiter.run(async () => {
+        const started = performance.now();
+        const answer = await once(username, password, clientIp);
+        observe(answer, (performance.now() - started) / 1000);
+        return answer;
+      }, options.timeoutMs);
+      outcome = !result.ok && result.failure === 'upstream_unavailable' ? 'down' : 'up';
+      return result;
+    } catch (err) {
+      if (err instanceof QueueFullError || err instanceof QueueTimeoutError) {
+        // Our own overload, not the server's: a failure for this attempt, but no verdict on the server.
+        const reason =
+          err instanceof QueueFullError
+            ? `${options.label} queue full`
+            : `waited too long for an ${options.label} slot`;
+        return { ok: false, failure: 'upstream_unavailable', reason };
+      }
+      const classified = options.classify(err);
+      outcome = classified.failure === 'upstream_unavailable' ? 'down' : 'up';
+      return { ok: false, ...classified };
+    } finally {
+      breaker.record(outcome);
+    }
+  };
+
+  return {
+    verify(username, password, clientIp) {
+      const key = flightKey(username, password);
+      const running = inFlight.get(key);
+      if (running !== undefined) return running;
+      const started = performance.now();
+      const promise = attempt(username, password, clientIp)
+        .then((result) => {
+          // contract §3: what a refusal decided without the backend imitates, queue wait included.
+          if (!result.ok && result.failure === 'bad_credentials')
+            options.timing.record(performance.now() - started);
+          return result;
+        })
+        .finally(() => inFlight.delete(key));
+      inFlight.set(key, promise);
+      return promise;
+    },
+    refusalDelayMs: () => options.timing.delayMs(),
+    // A queue wait and an attempt, each within the backend's deadline (contract §5, §8).
+    maxVerifyMs: 2 * options.timeoutMs,
+    stats() {
+      return { active: limiter.active, queued: limiter.queued, breaker: breaker.state };
+    },
+  };
+}
