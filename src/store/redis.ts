@@ -15,9 +15,10 @@
 // Writes touching several keys are Lua scripts (atomic). The scripts derive some key names from
 // data (a session's user), so this needs a standalone Redis or Sentinel, not Redis Cluster.
 // A stored expires_at is the truth (the caller's clock, as with SQL); TTLs only reclaim memory.
-import { Redis, ReplyError } from 'ioredis';
+import { Redis } from 'ioredis';
 import { StoreUnavailableError } from '../errors.ts';
-import { SCRIPTS, type ScriptName } from './redis-scripts.ts';
+import { defineScripts, type Keys, keys, mapped, type Scripts } from './redis-client.ts';
+import { redisThrottleStore } from './redis-throttle.ts';
 import { parseRedisTarget, type RedisTarget, redisTlsOptions } from './redis-url.ts';
 import type { SessionStore, StoredSession, ThrottleStore } from './types.ts';
 
@@ -36,61 +37,9 @@ export const REDIS_SETTINGS = {
   lazyConnect: true,
 } as const;
 
-// Server replies that mean "cannot answer now"; any other reply error is a bug and is rethrown.
-const UNAVAILABLE_REPLIES = /^(LOADING|READONLY|MASTERDOWN|BUSY|TRYAGAIN|CLUSTERDOWN|OOM|NOREPLICAS)\b/;
-
-/** True when `err` says Redis cannot answer now: not connected, timed out, loading, read-only… */
-export function isRedisUnavailable(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  if (err instanceof ReplyError) return UNAVAILABLE_REPLIES.test(err.message);
-  // Everything else ioredis rejects with is about the connection: closed, not writeable, timed
-  // out, retries exhausted (MaxRetriesPerRequestError), aborted by a reconnect, a socket error.
-  return !(err instanceof TypeError || err instanceof RangeError || err instanceof SyntaxError);
-}
-
-async function mapped<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (err) {
-    if (isRedisUnavailable(err)) throw new StoreUnavailableError('sessions', { cause: err });
-    throw err;
-  }
-}
-
-type Scripts = Record<ScriptName, (keys: string[], args: (string | number)[]) => Promise<unknown>>;
-
-/** Registers the Lua scripts (EVALSHA, falling back to EVAL after a Redis restart empties its cache). */
-function defineScripts(client: Redis): Scripts {
-  const scripts = {} as Scripts;
-  for (const [name, { keys, lua }] of Object.entries(SCRIPTS) as [
-    ScriptName,
-    (typeof SCRIPTS)[ScriptName],
-  ][]) {
-    client.defineCommand(`clubhouse_${name}`, { numberOfKeys: keys, lua });
-    const command = (client as unknown as Record<string, (...args: (string | number)[]) => Promise<unknown>>)[
-      `clubhouse_${name}`
-    ]!;
-    scripts[name] = (keys, args) => command.call(client, ...keys, ...args);
-  }
-  return scripts;
-}
-
-function keys(prefix: string) {
-  return {
-    session: (idHex: string) => `${prefix}session:${idHex}`,
-    sessionPrefix: `${prefix}session:`,
-    userSessions: (username: string) => `${prefix}user-sessions:${username}`,
-    userSessionsPrefix: `${prefix}user-sessions:`,
-    expiry: `${prefix}session-expiry`,
-    throttle: (key: string) => `${prefix}throttle:${key}`,
-    pending: (key: string) => `${prefix}throttle-pending:${key}`,
-    knownClients: (username: string) => `${prefix}known-clients:${username}`,
-  };
-}
-
 const PURGE_BATCH = 500;
 
-function sessionStore(client: Redis, k: ReturnType<typeof keys>, run: Scripts): SessionStore {
+function sessionStore(client: Redis, k: Keys, run: Scripts): SessionStore {
   return {
     create: async (s, keep) => {
       const idHex = s.idHash.toString('hex');
@@ -166,92 +115,6 @@ function sessionStore(client: Redis, k: ReturnType<typeof keys>, run: Scripts): 
     },
     countActive: async (now) => await mapped(client.zcount(k.expiry, `(${now}`, '+inf')),
   };
-}
-
-function throttleStore(client: Redis, k: ReturnType<typeof keys>, run: Scripts): ThrottleStore {
-  return {
-    beginGuess: async (guess, limit, now, windowMs) => {
-      const reply = (await mapped(
-        run.beginGuess(
-          [k.throttle(guess.key), k.pending(guess.key)],
-          [
-            guess.fingerprint,
-            guess.id,
-            limit ?? -1,
-            now,
-            now - windowMs,
-            guess.expiresAt,
-            Math.max(1, guess.expiresAt - now),
-          ],
-        ),
-      )) as (number | string)[];
-      if (reply[0] === 1) return { admitted: true };
-      return { admitted: false, pending: Number(reply[1]), failures: reply.slice(2).map(Number) };
-    },
-    endGuess: async (guess) => {
-      await mapped(client.hdel(k.pending(guess.key), guess.id));
-    },
-    recordFailure: async (keyNames, fingerprint, now, windowMs) => {
-      const multi = client.multi();
-      for (const key of new Set(keyNames)) {
-        const name = k.throttle(key);
-        // GT: an existing fingerprint keeps the later time (SQLite's max(at)); new ones are added.
-        multi.zadd(name, 'GT', now, fingerprint);
-        multi.zremrangebyscore(name, '-inf', now - windowMs);
-        multi.pexpire(name, windowMs);
-      }
-      await execMulti(multi);
-    },
-    status: async (key, limit, now, windowMs) => {
-      const flat = await mapped(
-        client.zrevrangebyscore(
-          k.throttle(key),
-          '+inf',
-          `(${now - windowMs}`,
-          'WITHSCORES',
-          'LIMIT',
-          0,
-          limit,
-        ),
-      );
-      const found = flat.length / 2;
-      if (found < limit) return { count: found, retryAfterMs: 0 };
-      // The lock lifts when the limit-th most recent failure leaves the window.
-      const oldestCounted = Number(flat[2 * limit - 1]);
-      return { count: found, retryAfterMs: Math.max(0, oldestCounted + windowMs - now) };
-    },
-    clear: async (key) => {
-      await mapped(client.unlink(k.throttle(key)));
-    },
-    rememberClient: async (username, clientIp, now, ttlMs) => {
-      const name = k.knownClients(username);
-      const multi = client.multi();
-      multi.zadd(name, now + ttlMs, clientIp);
-      multi.zremrangebyscore(name, '-inf', now);
-      multi.pexpire(name, ttlMs);
-      await execMulti(multi);
-    },
-    isKnownClient: async (username, clientIp, now) => {
-      const expiresAt = await mapped(client.zscore(k.knownClients(username), clientIp));
-      return expiresAt !== null && Number(expiresAt) > now;
-    },
-    // Every throttle key carries a TTL (a window after its last failure, or the latest expiry of a
-    // guess) and is pruned on each write, so Redis reclaims the memory by itself: nothing to scan.
-    purgeExpired: async () => {},
-  };
-}
-
-/** Runs a MULTI; a command that failed inside it fails the whole call, mapped like any other. */
-async function execMulti(multi: ReturnType<Redis['multi']>): Promise<void> {
-  const results = await mapped(multi.exec());
-  // null: the transaction was discarded (a connection lost between MULTI and EXEC).
-  if (results === null) throw new StoreUnavailableError('sessions');
-  for (const [err] of results) {
-    if (err !== null) {
-      if (isRedisUnavailable(err)) throw new StoreUnavailableError('sessions', { cause: err });
-      throw err;
-    }
-  }
 }
 
 export interface RedisStores {
@@ -337,7 +200,7 @@ export async function openRedisStores(
   return {
     client,
     sessions: sessionStore(client, k, run),
-    throttle: throttleStore(client, k, run),
+    throttle: redisThrottleStore(client, k, run),
     ping: async () => {
       await mapped(client.ping());
     },
