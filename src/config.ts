@@ -2,15 +2,15 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseDotenv } from 'dotenv';
 import { customCleanEnv } from 'envalid';
-import { type BackendSpec, ldapSettings, type RawLdap, readAuthConfig } from './backends/auth-config.ts';
-import { ConfigError, isLoopbackHost } from './config-error.ts';
 import {
-  type ImapSecurity,
-  type LogLevel,
-  SETTINGS,
-  type TrustProxy,
-  type UsernameCase,
-} from './settings.ts';
+  type BackendSpec,
+  type ImapSpecSettings,
+  ldapSettings,
+  type RawLdap,
+  readAuthConfig,
+} from './backends/auth-config.ts';
+import { ConfigError, isLoopbackHost } from './config-error.ts';
+import { type LogLevel, SETTINGS, type TrustProxy, type UsernameCase } from './settings.ts';
 import { parsePostgresTls } from './store/postgres-url.ts';
 import { parseRedisTarget } from './store/redis-url.ts';
 
@@ -34,18 +34,8 @@ export interface Config {
   readonly redisKeyPrefix: string;
   /** How long a SQLite statement waits for another process's write lock before answering 503. */
   readonly sqliteBusyTimeoutMs: number;
-  readonly imap: {
-    /** `null` when unset: the admin CLI runs without it, serving refuses to start. */
-    readonly host: string | null;
-    readonly port: number;
-    readonly security: ImapSecurity;
-    readonly allowPlaintext: boolean;
-    readonly caFile: string | null;
-    readonly timeoutMs: number;
-    readonly maxConcurrency: number;
-    readonly queueLimit: number;
-    readonly forwardClientIp: boolean;
-  };
+  /** From the IMAP_* settings; `host` null when unset (the admin CLI runs without it). */
+  readonly imap: ImapSpecSettings;
   /** The backends asked, in order (contract §8); from AUTH_BACKENDS or the AUTH_CONFIG file. */
   readonly auth: {
     readonly backends: readonly BackendSpec[];

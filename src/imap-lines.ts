@@ -5,6 +5,7 @@
 // charset tables worth ~33 MiB) that do not bound what a hostile server sends. Also here: the
 // errors that end an attempt and their failure classes.
 import type { Socket } from 'node:net';
+import { tlsFailure } from './backends/tls.ts';
 import type { LoginFailure } from './imap.ts';
 
 /** RFC 9051 §4 does not bound a line; 8 KiB holds any greeting, CAPABILITY or login answer. */
@@ -159,30 +160,15 @@ export class ResponseReader {
   }
 }
 
-// Certificate and handshake failures: a configuration problem, never worth a retry.
-const TLS_ERROR_CODES = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'CERT_UNTRUSTED',
-  'CERT_REVOKED',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'EPROTO',
-]);
-
 /** Sorts what ended an attempt into the contract's failure classes (contract §3, §5). */
 export function classifyImapError(error: unknown): { failure: LoginFailure; reason: string } {
   if (error instanceof ImapProtocolError) return { failure: 'upstream_misconfigured', reason: error.message };
   if (error instanceof ImapClosedError) return { failure: 'upstream_unavailable', reason: error.message };
   const err = (error ?? {}) as { message?: unknown; code?: unknown };
   const code = typeof err.code === 'string' ? err.code : '';
-  if (TLS_ERROR_CODES.has(code) || code.startsWith('ERR_SSL') || code.startsWith('ERR_TLS')) {
-    return { failure: 'upstream_misconfigured', reason: `TLS: ${code}` };
-  }
+  // Certificate and handshake failures: a configuration problem, never worth a retry.
+  const tls = tlsFailure(error);
+  if (tls !== null) return { failure: 'upstream_misconfigured', reason: tls };
   return {
     failure: 'upstream_unavailable',
     reason: code === '' ? String(err.message ?? error).slice(0, 200) : code,
