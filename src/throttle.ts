@@ -4,7 +4,7 @@
 // the store beside the failures, so the limit holds across every process and instance (issue 12).
 // The stores keep and count; the arithmetic of when a lock lifts is here.
 import { createHmac, randomUUID } from 'node:crypto';
-import type { GuessAdmission, PendingGuess, ThrottleStore } from './store/types.ts';
+import type { PendingGuess, ThrottleStore } from './store/types.ts';
 
 export interface ThrottleSettings {
   readonly userFailures: number;
@@ -42,9 +42,11 @@ const ipKey = (clientIp: string) => `ip:${clientIp}`;
  * fewer than `limit` failures remain in the window: when the limit-th newest leaves it. If they
  * succeed instead, it lifts sooner (a success clears the count), which nobody can know yet; counting
  * only the failures recorded so far would answer 1 s, and a client retrying then would be refused.
+ * With nothing in flight (`pending` 0) it is when a lock of recorded failures lifts. The one place
+ * this arithmetic lives: the stores return the facts (issue 13).
  */
 export function guessRetryAfterMs(
-  facts: Extract<GuessAdmission, { admitted: false }>,
+  facts: { readonly failures: readonly number[]; readonly pending: number },
   limit: number,
   now: number,
   windowMs: number,
@@ -99,13 +101,15 @@ export class LoginThrottle {
     const now = this.#now();
     const { userFailures, ipFailures } = this.#settings;
     // The per-IP limit counts only recorded failures: many people behind one NAT log in at once.
-    const ip = await this.#store.status(ipKey(clientIp), ipFailures, now, this.#windowMs);
-    if (ip.count >= ipFailures) {
+    const ip = await this.#store.recentFailures(ipKey(clientIp), ipFailures, now, this.#windowMs);
+    if (ip.length >= ipFailures) {
       // Nothing goes ahead; the answer says when both locks will have lifted, if the user's holds too.
-      const user = await this.#store.status(userKey(username), userFailures, now, this.#windowMs);
+      const user = await this.#store.recentFailures(userKey(username), userFailures, now, this.#windowMs);
       const userLocked =
-        user.count >= userFailures && !(await this.#store.isKnownClient(username, clientIp, now));
-      return this.#throttled(Math.max(ip.retryAfterMs, userLocked ? user.retryAfterMs : 0));
+        user.length >= userFailures && !(await this.#store.isKnownClient(username, clientIp, now));
+      const lifts = (failures: number[], limit: number) =>
+        guessRetryAfterMs({ failures, pending: 0 }, limit, now, this.#windowMs);
+      return this.#throttled(Math.max(lifts(ip, ipFailures), userLocked ? lifts(user, userFailures) : 0));
     }
     const pending: PendingGuess = {
       key: userKey(username),

@@ -147,15 +147,15 @@ describe('login throttling', () => {
     assert.equal(sixth.headers['retry-after'], '900');
     assert.equal(auth.calls, 0);
     // Both counters, as for bad credentials: the client IP's too.
-    const ip = await t.stores.throttle.status('ip:198.51.100.7', 50, t.clock.now, 900_000);
-    assert.equal(ip.count, 5);
+    const ip = await t.stores.throttle.recentFailures('ip:198.51.100.7', 50, t.clock.now, 900_000);
+    assert.equal(ip.length, 5);
   });
 
   test('the same password for a disabled user counts once', async () => {
     await t.stores.users.recordLogin('dave', t.clock.now, true);
     await t.stores.users.setActive('dave', false);
     for (let i = 0; i < 12; i++) assert.equal((await attempt('dave', 'dave-password')).statusCode, 403);
-    assert.equal((await t.stores.throttle.status('u:dave', 5, t.clock.now, 900_000)).count, 1);
+    assert.equal((await t.stores.throttle.recentFailures('u:dave', 5, t.clock.now, 900_000)).length, 1);
   });
 
   test('a burst of parallel guesses cannot slip past the limit', async () => {

@@ -352,18 +352,9 @@ for (const backend of pgbouncer === null
             stores.throttle.recordFailure(['u:alice', 'ip:192.0.2.1'], `fp-${i}`, now, WINDOW),
           ),
         );
-        assert.deepEqual(await stores.throttle.status('u:alice', 100, now, WINDOW), {
-          count: 50,
-          retryAfterMs: 0,
-        });
-        assert.deepEqual(await stores.throttle.status('ip:192.0.2.1', 100, now, WINDOW), {
-          count: 50,
-          retryAfterMs: 0,
-        });
-        assert.deepEqual(await stores.throttle.status('u:bob', 100, now, WINDOW), {
-          count: 0,
-          retryAfterMs: 0,
-        });
+        assert.equal((await stores.throttle.recentFailures('u:alice', 100, now, WINDOW)).length, 50);
+        assert.equal((await stores.throttle.recentFailures('ip:192.0.2.1', 100, now, WINDOW)).length, 50);
+        assert.equal((await stores.throttle.recentFailures('u:bob', 100, now, WINDOW)).length, 0);
       });
 
       test('the same fingerprint counts once, also 50 times in parallel, and keeps its latest time', async () => {
@@ -372,36 +363,47 @@ for (const backend of pgbouncer === null
             stores.throttle.recordFailure(['u:alice'], 'same', now - i, WINDOW),
           ),
         );
-        assert.equal((await stores.throttle.status('u:alice', 100, now, WINDOW)).count, 1);
+        assert.equal((await stores.throttle.recentFailures('u:alice', 100, now, WINDOW)).length, 1);
         // An older time does not replace a newer one (max): it would have left the window earlier.
         await stores.throttle.recordFailure(['u:alice'], 'same', now - WINDOW / 2, WINDOW);
-        assert.equal((await stores.throttle.status('u:alice', 100, now + WINDOW - 1, WINDOW)).count, 1);
-        assert.equal((await stores.throttle.status('u:alice', 100, now + WINDOW, WINDOW)).count, 0);
+        assert.equal(
+          (await stores.throttle.recentFailures('u:alice', 100, now + WINDOW - 1, WINDOW)).length,
+          1,
+        );
+        assert.equal((await stores.throttle.recentFailures('u:alice', 100, now + WINDOW, WINDOW)).length, 0);
       });
 
       test('the window: a failure counts while younger than the window', async () => {
         await stores.throttle.recordFailure(['k'], 'a', now, WINDOW);
-        assert.equal((await stores.throttle.status('k', 5, now + WINDOW - 1, WINDOW)).count, 1);
-        assert.equal((await stores.throttle.status('k', 5, now + WINDOW, WINDOW)).count, 0);
+        assert.equal((await stores.throttle.recentFailures('k', 5, now + WINDOW - 1, WINDOW)).length, 1);
+        assert.equal((await stores.throttle.recentFailures('k', 5, now + WINDOW, WINDOW)).length, 0);
       });
 
-      test('status stops counting at the limit; retryAfter is when the limit-th latest failure leaves', async () => {
+      test('recentFailures: the newest first, at most the limit, only inside the window', async () => {
         for (let i = 0; i < 5; i++)
           await stores.throttle.recordFailure(['k'], `fp-${i}`, now + i * 1000, WINDOW);
         const at = now + 4000;
-        // The 3 latest are at +4000, +3000, +2000: the lock lifts when +2000 leaves the window.
-        assert.deepEqual(await stores.throttle.status('k', 3, at, WINDOW), {
-          count: 3,
-          retryAfterMs: now + 2000 + WINDOW - at,
-        });
-        assert.deepEqual(await stores.throttle.status('k', 6, at, WINDOW), { count: 5, retryAfterMs: 0 });
+        assert.deepEqual(await stores.throttle.recentFailures('k', 3, at, WINDOW), [
+          now + 4000,
+          now + 3000,
+          now + 2000,
+        ]);
+        assert.deepEqual(
+          await stores.throttle.recentFailures('k', 6, at, WINDOW),
+          [4000, 3000, 2000, 1000, 0].map((ms) => now + ms),
+        );
+        assert.deepEqual(await stores.throttle.recentFailures('k', 6, now + WINDOW + 1000, WINDOW), [
+          now + 4000,
+          now + 3000,
+          now + 2000,
+        ]);
       });
 
       test('clear empties one key only', async () => {
         await stores.throttle.recordFailure(['u:alice', 'ip:192.0.2.1'], 'fp', now, WINDOW);
         await stores.throttle.clear('u:alice');
-        assert.equal((await stores.throttle.status('u:alice', 5, now, WINDOW)).count, 0);
-        assert.equal((await stores.throttle.status('ip:192.0.2.1', 5, now, WINDOW)).count, 1);
+        assert.equal((await stores.throttle.recentFailures('u:alice', 5, now, WINDOW)).length, 0);
+        assert.equal((await stores.throttle.recentFailures('ip:192.0.2.1', 5, now, WINDOW)).length, 1);
       });
 
       test('keys are opaque: NUL, % and IPv6 zones stay distinct', async () => {
@@ -411,7 +413,7 @@ for (const backend of pgbouncer === null
         }
         for (const [i, key] of keys.entries()) {
           assert.equal(
-            (await stores.throttle.status(key, 10, now, WINDOW)).count,
+            (await stores.throttle.recentFailures(key, 10, now, WINDOW)).length,
             i + 1,
             JSON.stringify(key),
           );
@@ -434,7 +436,7 @@ for (const backend of pgbouncer === null
         await stores.throttle.recordFailure(['k'], 'new', now, WINDOW);
         await stores.throttle.rememberClient('alice', '192.0.2.1', now, 60_000);
         await stores.throttle.purgeExpired(now, WINDOW);
-        assert.equal((await stores.throttle.status('k', 5, now, WINDOW)).count, 1);
+        assert.equal((await stores.throttle.recentFailures('k', 5, now, WINDOW)).length, 1);
         assert.equal(await stores.throttle.isKnownClient('alice', '192.0.2.1', now), true);
       });
 

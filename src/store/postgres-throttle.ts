@@ -77,18 +77,14 @@ export function postgresThrottleStore(pool: pg.Pool): ThrottleStore {
         'throttle-record',
       );
     },
-    status: async (key, limit, now, windowMs) => {
+    recentFailures: async (key, limit, now, windowMs) => {
       const { rows } = await query<{ at: string }>(
         pool,
         'SELECT at FROM throttle_failures WHERE key = $1 AND at > $2 ORDER BY at DESC LIMIT $3',
         [throttleText(key), now - windowMs, limit],
         'throttle-status',
       );
-      const found = rows.length;
-      if (found < limit) return { count: found, retryAfterMs: 0 };
-      // The lock lifts when the limit-th most recent failure leaves the window.
-      const oldestCounted = Number(rows[limit - 1]?.at);
-      return { count: found, retryAfterMs: Math.max(0, oldestCounted + windowMs - now) };
+      return rows.map((row) => Number(row.at));
     },
     clear: async (key) => {
       await query(

@@ -40,7 +40,7 @@ export function redisThrottleStore(client: Redis, k: Keys, run: Scripts): Thrott
       }
       await execMulti(multi);
     },
-    status: async (key, limit, now, windowMs) => {
+    recentFailures: async (key, limit, now, windowMs) => {
       const flat = await mapped(
         client.zrevrangebyscore(
           k.throttle(key),
@@ -52,11 +52,8 @@ export function redisThrottleStore(client: Redis, k: Keys, run: Scripts): Thrott
           limit,
         ),
       );
-      const found = flat.length / 2;
-      if (found < limit) return { count: found, retryAfterMs: 0 };
-      // The lock lifts when the limit-th most recent failure leaves the window.
-      const oldestCounted = Number(flat[2 * limit - 1]);
-      return { count: found, retryAfterMs: Math.max(0, oldestCounted + windowMs - now) };
+      // WITHSCORES: member, score, member, score… — the scores are the times.
+      return flat.filter((_, index) => index % 2 === 1).map(Number);
     },
     clear: async (key) => {
       await mapped(client.unlink(k.throttle(key)));

@@ -90,15 +90,8 @@ function throttleStore(db: DatabaseSync): ThrottleStore {
           for (const key of keys) upsert.run(key, fingerprint, now);
         }),
       ),
-    status: (key, limit, now, windowMs) =>
-      call(() => {
-        const rows = recent.all(key, now - windowMs, limit);
-        const count = rows.length;
-        if (count < limit) return { count, retryAfterMs: 0 };
-        // The lock lifts when the limit-th most recent failure leaves the window.
-        const oldestCounted = Number(rows[limit - 1]?.['at']);
-        return { count, retryAfterMs: Math.max(0, oldestCounted + windowMs - now) };
-      }),
+    recentFailures: (key, limit, now, windowMs) =>
+      call(() => recent.all(key, now - windowMs, limit).map((row) => Number(row['at']))),
     clear: (key) =>
       call(() => {
         clear.run(key);

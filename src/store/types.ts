@@ -72,13 +72,6 @@ export function hasSessionCache(store: SessionStore): store is SessionStore & Se
   return 'peek' in store && typeof store.peek === 'function';
 }
 
-export interface ThrottleStatus {
-  /** Distinct failures counted in the window. */
-  readonly count: number;
-  /** Milliseconds until the count drops below `limit` (0 when already below). */
-  readonly retryAfterMs: number;
-}
-
 /** One login attempt in flight, counted as a failure-to-be under its username's key (contract §3). */
 export interface PendingGuess {
   readonly key: string;
@@ -116,7 +109,11 @@ export interface ThrottleStore {
   endGuess(guess: PendingGuess): Promise<void>;
   /** Counts a failure under each key; the same fingerprint under a key counts once. */
   recordFailure(keys: readonly string[], fingerprint: string, now: number, windowMs: number): Promise<void>;
-  status(key: string, limit: number, now: number, windowMs: number): Promise<ThrottleStatus>;
+  /**
+   * The times of the key's distinct failures still in the window at `now`, newest first, at most
+   * `limit` of them (a fact: throttle.ts decides what they mean).
+   */
+  recentFailures(key: string, limit: number, now: number, windowMs: number): Promise<number[]>;
   clear(key: string): Promise<void>;
   /** Remembers that `clientIp` logged in as `username` (contract §3: the owner is not locked out). */
   rememberClient(username: string, clientIp: string, now: number, ttlMs: number): Promise<void>;
