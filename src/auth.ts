@@ -1,8 +1,8 @@
 // Logging in (contract §3): throttle, refuse what must not reach IMAP, verify, then start a fresh session.
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Authenticator, LoginFailure } from './backends/imap.ts';
 import type { Credentials } from './credentials.ts';
 import { hasForbiddenCharacters } from './credentials.ts';
-import type { Authenticator, LoginFailure } from './imap.ts';
 import type { LoginClient, Sessions } from './sessions.ts';
 import type { UserStore } from './store/types.ts';
 import type { LoginThrottle } from './throttle.ts';

@@ -3,8 +3,8 @@ import cluster from 'node:cluster';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import client from 'prom-client';
+import type { LoginFailure, VerifyResult } from './backends/imap.ts';
 import { API_ERRORS } from './errors.ts';
-import type { LoginFailure, VerifyResult } from './imap.ts';
 
 export type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';
 

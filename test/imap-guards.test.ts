@@ -2,10 +2,10 @@
 // circuit breaker) and the classification of failures, with a scripted login function.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CircuitBreaker } from '../src/breaker.ts';
-import { createImapAuthenticator, type ImapSettings, type VerifyResult } from '../src/imap.ts';
-import { classifyImapError, ImapClosedError, ImapProtocolError } from '../src/imap-lines.ts';
-import { RefusalTiming } from '../src/refusal-timing.ts';
+import { CircuitBreaker } from '../src/backends/breaker.ts';
+import { createImapAuthenticator, type ImapSettings, type VerifyResult } from '../src/backends/imap.ts';
+import { classifyImapError, ImapClosedError, ImapProtocolError } from '../src/backends/imap-lines.ts';
+import { RefusalTiming } from '../src/backends/refusal-timing.ts';
 
 const SETTINGS: ImapSettings = {
   host: '127.0.0.1',

@@ -2,7 +2,7 @@
 // recent refusals of a wrong password, drawn at random (so the spread matches too), seeded at start.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { RefusalTiming } from '../src/refusal-timing.ts';
+import { RefusalTiming } from '../src/backends/refusal-timing.ts';
 
 const draws = (timing: RefusalTiming, n: number) =>
   new Set(Array.from({ length: n }, () => timing.delayMs()));

@@ -3,9 +3,10 @@
 // so an outage locks nobody out (only `bad_credentials` counts toward the throttle, §3). A backend
 // restricted to domains is asked only for `local@domain` usernames of its domains; a username no
 // backend serves is refused without contacting any, after as long as a refusal usually takes (§3).
-import { cachedProbe } from '../imap-probe.ts';
-import { RefusalTiming } from '../refusal-timing.ts';
+
 import type { Authenticator, Backend, GuardStats, VerifyResult } from './authenticator.ts';
+import { cachedProbe } from './imap-probe.ts';
+import { RefusalTiming } from './refusal-timing.ts';
 
 /** The domain part of `local@domain`, lower-cased; null without exactly one `@`. */
 export function mailDomain(username: string): string | null {

@@ -3,10 +3,10 @@
 // repeated `upstream_unavailable`. One wrapper around any backend's single-attempt function, so
 // IMAP and LDAP share the design instead of copies of it.
 import { createHash } from 'node:crypto';
-import { CircuitBreaker } from '../breaker.ts';
-import { Limiter, QueueFullError, QueueTimeoutError } from '../limiter.ts';
-import type { RefusalTiming } from '../refusal-timing.ts';
 import type { GuardStats, LoginFailure, VerifyResult } from './authenticator.ts';
+import { CircuitBreaker } from './breaker.ts';
+import { Limiter, QueueFullError, QueueTimeoutError } from './limiter.ts';
+import type { RefusalTiming } from './refusal-timing.ts';
 
 /** One attempt against the server, with its own deadline; resolves, never hangs. */
 export type AttemptOnce = (username: string, password: string, clientIp: string) => Promise<VerifyResult>;

@@ -13,11 +13,11 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import type { LoginDeps } from '../auth.ts';
+import { type Authenticator, type ImapSettings, imapSettings, imapTlsOptions } from '../backends/imap.ts';
+import { type ProbeResult, probeImapServer } from '../backends/imap-client.ts';
+import { cachedProbe } from '../backends/imap-probe.ts';
 import type { Config } from '../config.ts';
 import { API_ERRORS, ApiError } from '../errors.ts';
-import { type Authenticator, type ImapSettings, imapSettings, imapTlsOptions } from '../imap.ts';
-import { type ProbeResult, probeImapServer } from '../imap-client.ts';
-import { cachedProbe } from '../imap-probe.ts';
 import { createMetrics, type Metrics } from '../metrics.ts';
 import { registerAuthRoutes } from '../routes/auth.ts';
 import { registerGroupRoutes } from '../routes/groups.ts';

@@ -1,10 +1,10 @@
 // Operating it (contract §6): /healthz (process up), /readyz (stores and IMAP reachable), /metrics,
 // and /api/schema (the OpenAPI document of the route schemas).
 import type { FastifyInstance } from 'fastify';
+import type { ProbeResult } from '../backends/imap-probe.ts';
 import { StoreUnavailableError } from '../errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
-import type { ProbeResult } from '../imap-probe.ts';
 import type { Metrics } from '../metrics.ts';
 import { SCHEMAS } from '../schemas.ts';
 import type { Stores } from '../store/types.ts';

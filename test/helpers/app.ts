@@ -10,14 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { type Config, loadConfig } from '../../src/config.ts';
-import { type App, buildApp } from '../../src/http/app.ts';
 import {
   type Authenticator,
   createImapAuthenticator,
   imapSettings,
   type VerifyResult,
-} from '../../src/imap.ts';
+} from '../../src/backends/imap.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
+import { type App, buildApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { openStores } from '../../src/store/open.ts';
 import type { Stores } from '../../src/store/types.ts';

@@ -4,16 +4,16 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
-import type { Authenticator, VerifyResult } from './backends/authenticator.ts';
-import { guardAttempts } from './backends/guard.ts';
+import { type Config, requireImapHost } from '../config.ts';
+import type { Authenticator, VerifyResult } from './authenticator.ts';
 import { CircuitBreaker } from './breaker.ts';
-import { type Config, requireImapHost } from './config.ts';
+import { guardAttempts } from './guard.ts';
 import { verifyImapLogin } from './imap-client.ts';
 import { classifyImapError } from './imap-lines.ts';
 import { RefusalTiming } from './refusal-timing.ts';
 
 // The authenticator seam moved to backends/authenticator.ts (contract §8); re-exported for callers.
-export type { Authenticator, LoginFailure, VerifyResult } from './backends/authenticator.ts';
+export type { Authenticator, LoginFailure, VerifyResult } from './authenticator.ts';
 
 export interface ImapSettings {
   readonly host: string;
