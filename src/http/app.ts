@@ -188,9 +188,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerGroupRoutes(endpoint, { hooks, groups: stores.groups });
   registerSchemaRoute(fastify, endpoint);
   registerWebClient(fastify);
-  const imapProbe = config.imap.host === null ? null : readinessProbe(imapSettings(config));
-  // contract §8: a chain of backends probes each of them and names the failing one.
+  // contract §8: a chain of backends probes each of them and names the failing one; only an
+  // authenticator without its own readiness (a test's) needs the IMAP probe built here.
   const backends = authenticator.readiness?.bind(authenticator) ?? null;
+  const imapProbe =
+    backends !== null || config.imap.host === null ? null : readinessProbe(imapSettings(config));
   registerOps(fastify, {
     stores,
     imapProbe,
