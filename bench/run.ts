@@ -284,7 +284,7 @@ async function main(cleanup: Cleanup): Promise<string> {
       `the service's own time per login ≈ clubhouse login p50 − raw IMAP session p50 = ${fixed(ownTime, 1)} ms. ` +
         'Approximate: the raw loop (TLS, greeting, LOGIN, LOGOUT; its LOGIN alone took ' +
         `${fixed(median(rawAuthMs), 1)} ms p50) is the least an IMAP check costs. clubhouse's client ` +
-        '(src/backends/imap-client.ts) sends one command over implicit TLS (AUTHENTICATE PLAIN with SASL-IR; the ' +
+        '(src/backends/imap/client.ts) sends one command over implicit TLS (AUTHENTICATE PLAIN with SASL-IR; the ' +
         "capabilities come with Dovecot's greeting) and flushes LOGOUT without waiting for its answer, " +
         'which the raw loop does wait for, so the ratio can exceed 1. Everything shares 2 cores with ' +
         "Dovecot, whose per-login processes are the bottleneck (Reference server CPU of this case is Dovecot's).",

@@ -2,8 +2,8 @@
 // and sample groups imported through the same path as `clubhouse import`. `npm run demo -- --ldap`
 // signs the same users in against a private OpenLDAP directory instead (search, then bind, LDAPS).
 import { readFileSync } from 'node:fs';
-import { environmentWithDotenv, loadConfig } from '../src/config.ts';
-import { applyImport } from '../src/import.ts';
+import { environmentWithDotenv, loadConfig } from '../src/config/config.ts';
+import { applyImport } from '../src/groups/import.ts';
 import { createLogger } from '../src/logger.ts';
 import { startServer } from '../src/server.ts';
 import { openStores } from '../src/store/open.ts';

@@ -4,7 +4,7 @@
 // all have. Works on every store: workers share nothing but the database (and Redis).
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
-import type { Config } from './config.ts';
+import type { Config } from './config/config.ts';
 import { serveClusterMetrics, serveMetrics } from './metrics.ts';
 import { migrateStores } from './store/open.ts';
 

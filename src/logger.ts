@@ -1,6 +1,6 @@
 // JSON-line logs (contract §6) with every place a secret could sit redacted.
 import { type DestinationStream, type Logger, pino } from 'pino';
-import type { LogLevel } from './config.ts';
+import type { LogLevel } from './config/config.ts';
 
 /** Paths pino blanks out, whatever a log call passes in. */
 export const REDACT_PATHS = [

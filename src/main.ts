@@ -3,7 +3,13 @@
 // this same file down to the server.
 import cluster from 'node:cluster';
 import { runPrimary } from './cluster.ts';
-import { type Config, ConfigError, environmentWithDotenv, loadConfig, requireImapHost } from './config.ts';
+import {
+  type Config,
+  ConfigError,
+  environmentWithDotenv,
+  loadConfig,
+  requireImapHost,
+} from './config/config.ts';
 import { createLogger } from './logger.ts';
 import { startServer } from './server.ts';
 

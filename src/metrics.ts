@@ -3,7 +3,7 @@ import cluster from 'node:cluster';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import client from 'prom-client';
-import type { LoginFailure, VerifyResult } from './backends/imap.ts';
+import type { LoginFailure, VerifyResult } from './backends/imap/authenticator.ts';
 import { API_ERRORS } from './errors.ts';
 
 export type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';

@@ -3,7 +3,7 @@
 import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import { createAuthenticator } from './backends/build.ts';
-import type { Config } from './config.ts';
+import type { Config } from './config/config.ts';
 import { buildApp, READY_PROBE_TTL_MS } from './http/app.ts';
 import { createMetrics, serveMetrics } from './metrics.ts';
 import { openStores } from './store/open.ts';

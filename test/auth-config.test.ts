@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { runCli } from '../src/cli/main.ts';
-import { ConfigError, loadConfig } from '../src/config.ts';
+import { ConfigError, loadConfig } from '../src/config/config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'clubhouse-auth-config-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,7 +1,7 @@
 // Contract §7: cross-origin protection on login (login CSRF) and logout, and the X-CSRFToken check.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { type CsrfRequest, checkCsrf } from '../src/csrf.ts';
+import { type CsrfRequest, checkCsrf } from '../src/auth/csrf.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 
 const TRUSTED = ['https://portal.example.org'];

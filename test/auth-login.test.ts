@@ -2,7 +2,7 @@
 // covered against a real Dovecot in auth-imap.test.ts).
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { hashSessionId } from '../src/sessions.ts';
+import { hashSessionId } from '../src/auth/sessions.ts';
 import {
   fakeAuthenticator,
   loginAs,
@@ -285,7 +285,7 @@ describe('login, check, logout', () => {
   test('a disabled user is refused and their sessions die at once; re-enabling revives nothing', async () => {
     const first = await loginAs(t.fastify, 'bob', 'bob-pw');
     const second = await loginAs(t.fastify, 'bob', 'bob-pw');
-    const { disableUser, enableUser } = await import('../src/users.ts');
+    const { disableUser, enableUser } = await import('../src/auth/users.ts');
     const live = await t.stores.sessions.countUser('bob', Date.now());
     assert.ok(live >= 2);
     assert.deepEqual(await disableUser(t.stores, 'bob'), { revoked: live });

@@ -1,7 +1,7 @@
 // Contract §3: login throttling per username and per client IP.
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
-import type { Authenticator, VerifyResult } from '../src/backends/imap.ts';
+import type { Authenticator, VerifyResult } from '../src/backends/imap/authenticator.ts';
 import { startTestApp, type TestApp, unlessSqlite } from './helpers/app.ts';
 
 const PASSWORD = 'right-password';

@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { hashSessionId, newSessionId } from '../src/auth/sessions.ts';
 import { runCli } from '../src/cli/main.ts';
-import { applyImport } from '../src/import.ts';
-import { hashSessionId, newSessionId } from '../src/sessions.ts';
-import { openSqliteStores } from '../src/store/sqlite.ts';
+import { applyImport } from '../src/groups/import.ts';
+import { openSqliteStores } from '../src/store/sqlite/store.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 
 const BIN = fileURLToPath(new URL('../bin/clubhouse.js', import.meta.url));

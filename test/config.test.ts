@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { README, withSettingsTable } from '../scripts/settings-table.ts';
 import { runCli } from '../src/cli/main.ts';
-import { ConfigError, environmentWithDotenv, loadConfig } from '../src/config.ts';
-import { configReport } from '../src/config-report.ts';
-import { SETTINGS, type SettingName } from '../src/settings.ts';
+import { ConfigError, environmentWithDotenv, loadConfig } from '../src/config/config.ts';
+import { configReport } from '../src/config/report.ts';
+import { SETTINGS, type SettingName } from '../src/config/settings.ts';
 
 describe('loadConfig', () => {
   test('defaults', () => {

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import type { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
-import { applyImport } from '../src/import.ts';
-import { GROUP_QUERIES } from '../src/store/sqlite.ts';
+import { applyImport } from '../src/groups/import.ts';
+import { GROUP_QUERIES } from '../src/store/sqlite/store.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 
 const GROUPS = 100_000;

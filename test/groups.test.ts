@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type CliIo, runCli } from '../src/cli/main.ts';
-import { applyImport } from '../src/import.ts';
+import { applyImport } from '../src/groups/import.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 
 const ALLOW = 'GET, HEAD, OPTIONS';

@@ -1,4 +1,4 @@
-// Issue 12: the verify-only IMAP client (src/backends/imap-client.ts, imap-lines.ts) against scripted
+// Issue 12: the verify-only IMAP client (src/backends/imap/client.ts, lines.ts) against scripted
 // servers: the exact bytes of AUTHENTICATE PLAIN and LOGIN, SASL-IR vs continuation, literals
 // (synchronising, LITERAL+, LITERAL-), our own tags only, PREAUTH refused in every mode,
 // capabilities re-read after STARTTLS, ID only after TLS, and the bounds of the response reader.
@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { type ImapSettings, imapTlsOptions } from '../src/backends/imap.ts';
-import { probeImapServer, verifyImapLogin } from '../src/backends/imap-client.ts';
-import { loginSegments } from '../src/backends/imap-commands.ts';
-import { type ImapResponse, MAX_LINE_BYTES, ResponseReader } from '../src/backends/imap-lines.ts';
+import { type ImapSettings, imapTlsOptions } from '../src/backends/imap/authenticator.ts';
+import { probeImapServer, verifyImapLogin } from '../src/backends/imap/client.ts';
+import { loginSegments } from '../src/backends/imap/commands.ts';
+import { type ImapResponse, MAX_LINE_BYTES, ResponseReader } from '../src/backends/imap/lines.ts';
 import { makeTestCertificates, type TestCertificates } from './helpers/certs.ts';
 import { type HostileOptions, startHostileImap } from './helpers/hostile-imap.ts';
 

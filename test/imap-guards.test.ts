@@ -3,8 +3,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CircuitBreaker } from '../src/backends/breaker.ts';
-import { createImapAuthenticator, type ImapSettings, type VerifyResult } from '../src/backends/imap.ts';
-import { classifyImapError, ImapClosedError, ImapProtocolError } from '../src/backends/imap-lines.ts';
+import {
+  createImapAuthenticator,
+  type ImapSettings,
+  type VerifyResult,
+} from '../src/backends/imap/authenticator.ts';
+import { classifyImapError, ImapClosedError, ImapProtocolError } from '../src/backends/imap/lines.ts';
 import { RefusalTiming } from '../src/backends/refusal-timing.ts';
 
 const SETTINGS: ImapSettings = {

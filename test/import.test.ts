@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
-import { applyImport, validateImport } from '../src/import.ts';
+import { applyImport, validateImport } from '../src/groups/import.ts';
 import { ImportConflictError } from '../src/store/conflicts.ts';
-import { openSqliteStores } from '../src/store/sqlite.ts';
+import { openSqliteStores } from '../src/store/sqlite/store.ts';
 import type { Group, Stores } from '../src/store/types.ts';
 
 type SqliteStores = Stores & { readonly db: DatabaseSync };

@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { FLUSH_BATCH, LastSeen, RECORD_INTERVAL_MS } from '../src/auth/last-seen.ts';
 import { StoreUnavailableError } from '../src/errors.ts';
-import { FLUSH_BATCH, LastSeen, RECORD_INTERVAL_MS } from '../src/last-seen.ts';
-import { openSqliteStores } from '../src/store/sqlite.ts';
+import { openSqliteStores } from '../src/store/sqlite/store.ts';
 import type { SessionSighting, Stores } from '../src/store/types.ts';
 
 let dir: string;

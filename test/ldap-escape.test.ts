@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { escapeDnValue, escapeFilterValue, fillTemplate } from '../src/backends/ldap-escape.ts';
+import { escapeDnValue, escapeFilterValue, fillTemplate } from '../src/backends/ldap/escape.ts';
 
 /** Reverses RFC 4514 escaping (`\X` and `\HH`), failing on a bare special character. */
 function unescapeDnValue(escaped: string): string {

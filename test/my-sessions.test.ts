@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { FLUSH_INTERVAL_MS, RECORD_INTERVAL_MS } from '../src/last-seen.ts';
+import { FLUSH_INTERVAL_MS, RECORD_INTERVAL_MS } from '../src/auth/last-seen.ts';
 import { fakeAuthenticator, loginAs, setCookies, startTestApp, type TestApp } from './helpers/app.ts';
 
 const PASSWORDS = { alice: 'alice-pw', bob: 'bob-pw', carol: 'carol-pw' };

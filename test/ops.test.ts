@@ -2,7 +2,7 @@
 // cached), /metrics (Prometheus text), METRICS_PORT.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/config.ts';
 import { StoreUnavailableError } from '../src/errors.ts';
 import { createLogger } from '../src/logger.ts';
 import { type RunningServer, startServer } from '../src/server.ts';

@@ -111,7 +111,7 @@ describe('two instances sharing the stores', () => {
       test('a user disabled through one instance’s stores is logged out on the other', async () => {
         const { cookie } = await loginAs(a.fastify, 'alice', PASSWORDS.alice);
         assert.equal((await check(b, cookie)).statusCode, 200);
-        const { disableUser } = await import('../src/users.ts');
+        const { disableUser } = await import('../src/auth/users.ts');
         assert.deepEqual(await disableUser(b.stores, 'alice'), { revoked: 1 });
         assert.equal((await check(a, cookie)).statusCode, 403);
       });

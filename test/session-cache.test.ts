@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runCli } from '../src/cli/main.ts';
-import { migrateSqlite, openSqliteDatabase } from '../src/store/sqlite.ts';
-import { cachedSqliteSessions } from '../src/store/sqlite-sessions.ts';
+import { cachedSqliteSessions } from '../src/store/sqlite/sessions.ts';
+import { migrateSqlite, openSqliteDatabase } from '../src/store/sqlite/store.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 
 describe('the session cache across processes', {

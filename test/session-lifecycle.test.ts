@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { disableUser, enableUser, revokeSessions } from '../src/users.ts';
+import { disableUser, enableUser, revokeSessions } from '../src/auth/users.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 
 const USERS = ['ann', 'ben', 'cy'] as const;

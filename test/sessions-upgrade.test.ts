@@ -8,12 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import pg from 'pg';
-import { hashSessionId, newSessionId } from '../src/sessions.ts';
-import { migratePostgres } from '../src/store/postgres-pool.ts';
+import { hashSessionId, newSessionId } from '../src/auth/sessions.ts';
+import { migratePostgres } from '../src/store/postgres/pool.ts';
 import { migrate } from '../src/store/sql/migrate.ts';
-import { openSqliteDatabase } from '../src/store/sqlite.ts';
-import { SQLITE_DIALECT, sqliteDriver } from '../src/store/sqlite-driver.ts';
-import { SQLITE_MIGRATIONS } from '../src/store/sqlite-schema.ts';
+import { SQLITE_DIALECT, sqliteDriver } from '../src/store/sqlite/driver.ts';
+import { SQLITE_MIGRATIONS } from '../src/store/sqlite/schema.ts';
+import { openSqliteDatabase } from '../src/store/sqlite/store.ts';
 import { fakeAuthenticator, startTestApp } from './helpers/app.ts';
 import { startPostgres } from './helpers/postgres.ts';
 

@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
+import { disableUser } from '../src/auth/users.ts';
 import { StoreUnavailableError } from '../src/errors.ts';
-import { applyImport } from '../src/import.ts';
+import { applyImport } from '../src/groups/import.ts';
 import { ImportConflictError } from '../src/store/conflicts.ts';
 import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from '../src/store/limits.ts';
 import type { Group, NewSession, PendingGuess, Stores } from '../src/store/types.ts';
-import { disableUser } from '../src/users.ts';
 import { startPgBouncer } from './helpers/pgbouncer.ts';
 import { startPostgres } from './helpers/postgres.ts';
 import { startRedis } from './helpers/redis.ts';

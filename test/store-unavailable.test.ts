@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import { StoreUnavailableError } from '../src/errors.ts';
-import { sqlitePath } from '../src/store/sqlite.ts';
+import { sqlitePath } from '../src/store/sqlite/store.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp, unlessSqlite } from './helpers/app.ts';
 
 const UNAVAILABLE = { detail: 'Service temporarily unavailable.' };

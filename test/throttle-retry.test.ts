@@ -2,7 +2,7 @@
 // lock could lift at the earliest if those guesses all fail, never a placeholder.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { guessRetryAfterMs } from '../src/throttle.ts';
+import { guessRetryAfterMs } from '../src/auth/throttle.ts';
 
 const WINDOW = 900_000;
 const NOW = 1_800_000_000_000;

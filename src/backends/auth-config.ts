@@ -3,9 +3,9 @@
 // (an invalid file stops start-up naming the path of the bad entry, as an import does, §4).
 import { existsSync, readFileSync } from 'node:fs';
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
-import { ConfigError, isLoopbackHost } from '../config-error.ts';
+import { ConfigError, isLoopbackHost } from '../config/error.ts';
 import type { BackendKind } from './authenticator.ts';
-import type { LdapSecurity, LdapSettings } from './ldap.ts';
+import type { LdapSecurity, LdapSettings } from './ldap/authenticator.ts';
 
 export type ImapSecurity = 'tls' | 'starttls' | 'plain';
 

@@ -1,6 +1,6 @@
 // The seam every authentication backend implements (contract §8): IMAP (§5) and LDAP answer a
 // login with "ok" or one of the same failure classes, probe readiness without credentials, and
-// close. The chain (chain.ts) asks them in order; the login procedure (auth.ts) sees one
+// close. The chain (chain.ts) asks them in order; the login procedure (auth/login.ts) sees one
 // `Authenticator` whatever stands behind it.
 
 /** Why a login failed (contract §3); the client always sees one 403, the log and metrics see this. */

@@ -1,13 +1,13 @@
 // Backends from their configuration (contract §8): each kind's single attempt behind the shared
 // guard, its credential-free probe, and the chain over all of them in order.
-import { ConfigError } from '../config-error.ts';
+import { ConfigError } from '../config/error.ts';
 import type { BackendSpec } from './auth-config.ts';
 import type { Authenticator, Backend, VerifyResult } from './authenticator.ts';
 import { type ChainOptions, createChain } from './chain.ts';
 import { guardAttempts } from './guard.ts';
-import { createImapAuthenticator, type ImapSettings, imapTlsOptions } from './imap.ts';
-import { probeImapServer } from './imap-client.ts';
-import { classifyLdapError, ldapLoginOnce, probeLdap } from './ldap.ts';
+import { createImapAuthenticator, type ImapSettings, imapTlsOptions } from './imap/authenticator.ts';
+import { probeImapServer } from './imap/client.ts';
+import { classifyLdapError, ldapLoginOnce, probeLdap } from './ldap/authenticator.ts';
 import { RefusalTiming } from './refusal-timing.ts';
 import { backendTls } from './tls.ts';
 

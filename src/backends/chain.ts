@@ -5,7 +5,7 @@
 // backend serves is refused without contacting any, after as long as a refusal usually takes (§3).
 
 import type { Authenticator, Backend, GuardStats, VerifyResult } from './authenticator.ts';
-import { cachedProbe } from './imap-probe.ts';
+import { cachedProbe } from './imap/probe.ts';
 import { RefusalTiming } from './refusal-timing.ts';
 
 /** The domain part of `local@domain`, lower-cased; null without exactly one `@`. */

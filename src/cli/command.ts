@@ -1,6 +1,6 @@
 // What every admin command is made of (contract §6): its shape, its context, its two failures.
-import type { Config } from '../config.ts';
-import { checkUsername } from '../import-fields.ts';
+import type { Config } from '../config/config.ts';
+import { checkUsername } from '../groups/import-fields.ts';
 import type { Stores } from '../store/types.ts';
 
 export class UsageError extends Error {

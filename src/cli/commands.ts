@@ -1,12 +1,12 @@
 // The admin commands of contract §6. Each parses its own arguments and talks to the stores only;
 // the group and membership ones are in group-commands.ts.
 import { readFileSync } from 'node:fs';
-import { configReport } from '../config-report.ts';
-import { applyImport } from '../import.ts';
-import { Sessions, type SessionView, sharedSecret } from '../sessions.ts';
+import { Sessions, type SessionView, sharedSecret } from '../auth/sessions.ts';
+import { disableUser, enableUser, revokeSessions } from '../auth/users.ts';
+import { configReport } from '../config/report.ts';
+import { applyImport } from '../groups/import.ts';
 import { migrateStores } from '../store/open.ts';
 import type { Stores } from '../store/types.ts';
-import { disableUser, enableUser, revokeSessions } from '../users.ts';
 import { type Command, CommandError, parseUsername, report } from './command.ts';
 import { GROUP_COMMANDS } from './group-commands.ts';
 

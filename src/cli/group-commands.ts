@@ -1,5 +1,5 @@
 // The group and membership commands of contract §6: group add|update|remove|list, member set|remove.
-import { checkGroupFields, isGroupId } from '../import-fields.ts';
+import { checkGroupFields, isGroupId } from '../groups/import-fields.ts';
 import { CONFLICT, ImportConflictError } from '../store/conflicts.ts';
 import { MAX_GROUP_ID } from '../store/limits.ts';
 import type { Group } from '../store/types.ts';

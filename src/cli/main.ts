@@ -1,6 +1,6 @@
 // `clubhouse`, the admin command line (contract §6). Exit codes: 0 ok, 1 failure, 2 usage.
 import { parseArgs } from 'node:util';
-import { type Config, ConfigError, environmentWithDotenv, loadConfig } from '../config.ts';
+import { type Config, ConfigError, environmentWithDotenv, loadConfig } from '../config/config.ts';
 import { openStores } from '../store/open.ts';
 import type { Stores } from '../store/types.ts';
 import { type Command, CommandError, UsageError } from './command.ts';

@@ -2,7 +2,7 @@
 // check path answers the hottest request first. A request then meets, in order: the response
 // headers and the Host check (headers.ts, allowed-hosts.ts), the route (routes/*.ts, declared with
 // endpoints.ts; 404 and errors in errors.ts), its body parser (content-types.ts), the session hook
-// (session.ts) and the handler, which calls the domain (auth.ts, groups.ts) and through it the stores.
+// (session.ts) and the handler, which calls the domain (auth/login.ts, groups/read.ts) and through it the stores.
 import swagger from '@fastify/swagger';
 import Fastify, {
   type FastifyBaseLogger,
@@ -12,11 +12,18 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import type { Logger } from 'pino';
-import type { LoginDeps } from '../auth.ts';
-import { type Authenticator, type ImapSettings, imapSettings, imapTlsOptions } from '../backends/imap.ts';
-import { type ProbeResult, probeImapServer } from '../backends/imap-client.ts';
-import { cachedProbe } from '../backends/imap-probe.ts';
-import type { Config } from '../config.ts';
+import type { LoginDeps } from '../auth/login.ts';
+import { Sessions, sharedSecret } from '../auth/sessions.ts';
+import { LoginThrottle } from '../auth/throttle.ts';
+import {
+  type Authenticator,
+  type ImapSettings,
+  imapSettings,
+  imapTlsOptions,
+} from '../backends/imap/authenticator.ts';
+import { type ProbeResult, probeImapServer } from '../backends/imap/client.ts';
+import { cachedProbe } from '../backends/imap/probe.ts';
+import type { Config } from '../config/config.ts';
 import { API_ERRORS, ApiError } from '../errors.ts';
 import { createMetrics, type Metrics } from '../metrics.ts';
 import { registerAuthRoutes } from '../routes/auth.ts';
@@ -24,9 +31,7 @@ import { registerGroupRoutes } from '../routes/groups.ts';
 import { registerOps, registerSchemaRoute } from '../routes/ops.ts';
 import { registerSessionRoutes } from '../routes/sessions.ts';
 import { OPENAPI_INFO } from '../schemas.ts';
-import { Sessions, sharedSecret } from '../sessions.ts';
 import type { Stores } from '../store/types.ts';
-import { LoginThrottle } from '../throttle.ts';
 import { hostAllowed, isProbePath } from './allowed-hosts.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { BODY_LIMIT_BYTES, installContentTypes } from './content-types.ts';

@@ -6,9 +6,9 @@
 // builder (headers.ts), and test/raw-check.test.ts compares the two byte for byte.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { readCookies } from '../cookies.ts';
+import { readCookies } from '../auth/cookies.ts';
+import type { Sessions } from '../auth/sessions.ts';
 import type { Metrics } from '../metrics.ts';
-import type { Sessions } from '../sessions.ts';
 import { JSON_CONTENT_TYPE, responseHeaders } from './headers.ts';
 import { requestId } from './request-id.ts';
 

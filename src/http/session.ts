@@ -2,9 +2,9 @@
 // the request. readSession lets a route answer "nobody" itself (check's 403 ""); requireSession
 // refuses nobody with 403 {"detail": "Authentication credentials were not provided."}.
 import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
-import { readCookies } from '../cookies.ts';
+import { readCookies } from '../auth/cookies.ts';
+import type { Sessions } from '../auth/sessions.ts';
 import { API_ERRORS, ApiError } from '../errors.ts';
-import type { Sessions } from '../sessions.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,17 +1,17 @@
 // /api/auth/check, /api/auth/login, /api/auth/logout (contract §2, §3, §7).
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type LoginDeps, login } from '../auth.ts';
-import type { Config } from '../config.ts';
-import { clearedSessionCookie, loginCookies, readCookies } from '../cookies.ts';
-import { parseCredentials } from '../credentials.ts';
-import { checkCsrf } from '../csrf.ts';
+import { clearedSessionCookie, loginCookies, readCookies } from '../auth/cookies.ts';
+import { parseCredentials } from '../auth/credentials.ts';
+import { checkCsrf } from '../auth/csrf.ts';
+import { type LoginDeps, login } from '../auth/login.ts';
+import { keptUserAgent, newCsrfToken, type Sessions } from '../auth/sessions.ts';
+import type { Config } from '../config/config.ts';
 import { API_ERRORS, ApiError, FieldErrors, throttled } from '../errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import type { SessionHooks } from '../http/session.ts';
 import type { Metrics } from '../metrics.ts';
 import { SCHEMAS } from '../schemas.ts';
-import { keptUserAgent, newCsrfToken, type Sessions } from '../sessions.ts';
 
 export interface AuthRouteDeps {
   readonly config: Pick<Config, 'cookieSecure' | 'trustedOrigins' | 'usernameCase'>;

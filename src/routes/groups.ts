@@ -1,6 +1,6 @@
 // /api/group/ and /api/group/{id} (contract §3); both need a logged-in session (requireSession).
 import { API_ERRORS, ApiError } from '../errors.ts';
-import { groupDetail, myGroups, parseGroupId } from '../groups.ts';
+import { groupDetail, myGroups, parseGroupId } from '../groups/read.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { caller, type SessionHooks } from '../http/session.ts';
 import { SCHEMAS } from '../schemas.ts';

@@ -1,7 +1,7 @@
 // Operating it (contract §6): /healthz (process up), /readyz (stores and IMAP reachable), /metrics,
 // and /api/schema (the OpenAPI document of the route schemas).
 import type { FastifyInstance } from 'fastify';
-import type { ProbeResult } from '../backends/imap-probe.ts';
+import type { ProbeResult } from '../backends/imap/probe.ts';
 import { StoreUnavailableError } from '../errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';

@@ -1,14 +1,15 @@
 // A user's own sessions (contract §9): /api/auth/sessions, /api/auth/sessions/{id} and
 // /api/auth/logout-everywhere. Each needs a live session (requireSession); the unsafe ones pass the
 // CSRF check first (§7), and §1's Allow, OPTIONS, HEAD and 405 come from the endpoint declaration.
-import type { Config } from '../config.ts';
-import { clearedSessionCookie, readCookies } from '../cookies.ts';
+
+import { clearedSessionCookie, readCookies } from '../auth/cookies.ts';
+import type { Sessions } from '../auth/sessions.ts';
+import type { Config } from '../config/config.ts';
 import { API_ERRORS, ApiError } from '../errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import { caller, type SessionHooks } from '../http/session.ts';
 import { SCHEMAS } from '../schemas.ts';
-import type { Sessions } from '../sessions.ts';
 import { csrfGuard, loggedOut, secureCookies } from './auth.ts';
 
 export interface SessionRouteDeps {

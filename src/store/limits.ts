@@ -1,5 +1,5 @@
 // The data limits of contract §4, in one place: the API schemas (schemas.ts), the import and CLI
-// validation (import.ts, cli/commands.ts) read them here, and test/limits.test.ts proves that the
+// validation (groups/import.ts, cli/commands.ts) read them here, and test/limits.test.ts proves that the
 // migrated database of every dialect enforces exactly these numbers (a change here without a
 // migration fails that test).
 

@@ -1,12 +1,12 @@
 // Opens the stores the settings name (contract §6): DATABASE_URL picks SQLite or PostgreSQL for
 // everything; SESSION_STORE=redis://… (rediss://, redis-sentinel://) moves sessions and throttle
 // counters to Redis, while groups, users and the secret key stay in the database.
-import { type Config, ConfigError } from '../config.ts';
-import type { PostgresConnection } from './postgres-pool.ts';
-import { type PostgresTls, parsePostgresTls, postgresTlsState } from './postgres-url.ts';
-import type { RedisStores } from './redis.ts';
-import { parseRedisTarget, type RedisTarget, redisTlsState } from './redis-url.ts';
-import { migrateSqlite, openSqliteDatabase, openSqliteStores, sqlitePath } from './sqlite.ts';
+import { type Config, ConfigError } from '../config/config.ts';
+import type { PostgresConnection } from './postgres/pool.ts';
+import { type PostgresTls, parsePostgresTls, postgresTlsState } from './postgres/url.ts';
+import type { RedisStores } from './redis/store.ts';
+import { parseRedisTarget, type RedisTarget, redisTlsState } from './redis/url.ts';
+import { migrateSqlite, openSqliteDatabase, openSqliteStores, sqlitePath } from './sqlite/store.ts';
 import type { Stores, TlsState } from './types.ts';
 
 export type StoreSettings = Pick<
@@ -38,7 +38,7 @@ function redisTarget(sessionStore: string, config: Pick<StoreSettings, 'redisCaF
 }
 
 async function connection(config: StoreSettings): Promise<PostgresConnection> {
-  const { postgresConnection } = await import('./postgres-pool.ts');
+  const { postgresConnection } = await import('./postgres/pool.ts');
   return postgresConnection(postgresTls(config), config.databaseTransactionPooler ?? false);
 }
 
@@ -55,7 +55,7 @@ export async function openStores(config: StoreSettings, options: OpenOptions = {
   const tls = storeTls(config);
   // PostgreSQL and Redis clients are loaded only when configured (they cost ~10 MB of memory).
   const opened = isPostgres(config.databaseUrl)
-    ? await (await import('./postgres.ts')).openPostgresStores(await connection(config), {
+    ? await (await import('./postgres/store.ts')).openPostgresStores(await connection(config), {
         migrate: options.migrate,
         onError: (err) => options.onError?.('database', err),
       })
@@ -64,7 +64,7 @@ export async function openStores(config: StoreSettings, options: OpenOptions = {
   if (config.sessionStore === null) return database;
   let redis: RedisStores;
   try {
-    const { openRedisStores } = await import('./redis.ts');
+    const { openRedisStores } = await import('./redis/store.ts');
     redis = await openRedisStores(redisTarget(config.sessionStore, config), {
       keyPrefix: config.redisKeyPrefix,
       onError: (err) => options.onError?.('sessions', err),
@@ -94,7 +94,7 @@ export async function migrateStores(
   config: Pick<StoreSettings, 'databaseUrl' | 'databaseCaFile' | 'databaseTransactionPooler'>,
 ): Promise<number[]> {
   if (isPostgres(config.databaseUrl)) {
-    const { migratePostgres, postgresConnection } = await import('./postgres-pool.ts');
+    const { migratePostgres, postgresConnection } = await import('./postgres/pool.ts');
     const pooler = config.databaseTransactionPooler ?? false;
     return migratePostgres(postgresConnection(postgresTls(config), pooler));
   }

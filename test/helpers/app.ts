@@ -15,8 +15,8 @@ import {
   createImapAuthenticator,
   imapSettings,
   type VerifyResult,
-} from '../../src/backends/imap.ts';
-import { type Config, loadConfig } from '../../src/config.ts';
+} from '../../src/backends/imap/authenticator.ts';
+import { type Config, loadConfig } from '../../src/config/config.ts';
 import { type App, buildApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { openStores } from '../../src/store/open.ts';

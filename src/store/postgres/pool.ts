@@ -1,0 +1,246 @@
+// The PostgreSQL connection pool, its failure mapping and the migrations: what every PostgreSQL
+// store shares. A dead or restarting server answers StoreUnavailableError('database') (HTTP 503);
+// the pool replaces broken connections by itself, so the service recovers without a restart.
+import type { ConnectionOptions } from 'node:tls';
+import pg from 'pg';
+import { StoreUnavailableError } from '../../errors.ts';
+import { stepAsync } from '../sql/driver.ts';
+import { migrate } from '../sql/migrate.ts';
+import { onClient, POSTGRES_DIALECT } from './dialect.ts';
+import { POSTGRES_MIGRATIONS } from './schema.ts';
+import { type PostgresTls, pgSslOptions } from './url.ts';
+
+/** Where and how to connect: the URL without ssl* words, pg's `ssl` option, and the pooler mode. */
+export interface PostgresConnection {
+  readonly url: string;
+  readonly ssl: false | ConnectionOptions;
+  /**
+   * A transaction-mode pooler (PgBouncer) sits in between: no startup parameters it would refuse,
+   * no named prepared statements (the next transaction may run on another server connection).
+   */
+  readonly transactionPooler: boolean;
+}
+
+/** The connection for parsed settings; reads the CA file. A plain URL string means no TLS, direct. */
+export function postgresConnection(
+  target: string | PostgresTls,
+  transactionPooler = false,
+): PostgresConnection {
+  if (typeof target === 'string') return { url: target, ssl: false, transactionPooler };
+  return { url: target.url, ssl: pgSslOptions(target), transactionPooler };
+}
+
+/** Bounds of one process's pool; with WORKERS=N the server holds up to N × max connections. */
+export const POOL_SETTINGS = {
+  max: 10,
+  // A request waits this long for a connection (server down, or all busy) before answering 503.
+  connectionTimeoutMillis: 3000,
+  idleTimeoutMillis: 30_000,
+  // Server side: a statement running longer is cancelled (57014); a lock waited on longer (55P03).
+  // Sent as startup parameters when direct; `clubhouse migrate` also makes them the role's defaults
+  // in the database, which is how they apply through a transaction-mode pooler (issue 17).
+  statement_timeout: 5000,
+  lock_timeout: 3000,
+  // Client side: the answer of a query that PostgreSQL never sends (a half-open connection).
+  query_timeout: 6000,
+  keepAlive: true,
+  application_name: 'clubhouse',
+} as const;
+
+// SQLSTATEs that mean "cannot answer now", not "bad data": connection exceptions (class 08),
+// insufficient resources (53), shutdown/startup (57P0x), timeouts and cancels (57014, 55P03),
+// serialisation failures and deadlocks (40001, 40P01: retrying later succeeds), and a read-only
+// standby after a failover (25006).
+const UNAVAILABLE_SQLSTATES = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  '57014',
+  '55P03',
+  '40001',
+  '40P01',
+  '25006',
+]);
+const UNAVAILABLE_CLASSES = new Set(['08', '53', '58']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+// What pg and pg-pool throw without a code when the connection fails or times out.
+const DRIVER_MESSAGES =
+  /^(timeout exceeded when trying to connect|Connection terminated|Query read timeout|Client has encountered a connection error)/;
+
+/** True when `err` says PostgreSQL cannot answer now (as opposed to a constraint or a bug). */
+export function isPostgresUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (err instanceof pg.DatabaseError && typeof code === 'string') {
+    return UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_CLASSES.has(code.slice(0, 2));
+  }
+  if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
+  // Node reports a refused localhost (both ::1 and 127.0.0.1) as one AggregateError.
+  if (err instanceof AggregateError) return err.errors.some(isPostgresUnavailable);
+  return DRIVER_MESSAGES.test(err.message);
+}
+
+/** Rethrows `err`, as StoreUnavailableError('database') when it is an outage. */
+export function mapPostgresError(err: unknown): never {
+  if (isPostgresUnavailable(err)) throw new StoreUnavailableError('database', { cause: err });
+  throw err;
+}
+
+// Pools behind a transaction-mode pooler: their queries are never named (see PostgresConnection).
+const UNNAMED = new WeakSet<pg.Pool | pg.PoolClient>();
+
+/** A bounded pool; `onError` hears of idle connections that break (the pool drops them). */
+export function createPool(
+  target: string | PostgresConnection,
+  onError: (err: Error) => void = () => {},
+): pg.Pool {
+  const connection = typeof target === 'string' ? postgresConnection(target) : target;
+  const { statement_timeout, lock_timeout, ...common } = POOL_SETTINGS;
+  // PgBouncer answers "unsupported startup parameter: statement_timeout" (issue 17).
+  const timeouts = connection.transactionPooler ? {} : { statement_timeout, lock_timeout };
+  const pool = new pg.Pool({ connectionString: connection.url, ssl: connection.ssl, ...common, ...timeouts });
+  if (connection.transactionPooler) UNNAMED.add(pool);
+  // Without a listener, an idle client's error (the server restarting: 57P01) would crash the process.
+  pool.on('error', onError);
+  return pool;
+}
+
+/**
+ * Runs one query with failures mapped; `name` makes it a prepared statement on each connection
+ * (dropped behind a transaction-mode pooler, where a connection's statements are not ours to keep).
+ */
+export async function query<R extends pg.QueryResultRow>(
+  pool: pg.Pool | pg.PoolClient,
+  text: string,
+  values: unknown[] = [],
+  name?: string,
+): Promise<pg.QueryResult<R>> {
+  try {
+    const named = name !== undefined && !UNNAMED.has(pool);
+    return await pool.query<R>(named ? { name, text, values } : { text, values });
+  } catch (err) {
+    mapPostgresError(err);
+  }
+}
+
+/** Runs `work` in one transaction on one connection; rolls back on any error. */
+export async function transaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+  begin = 'BEGIN',
+): Promise<T> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (err) {
+    mapPostgresError(err);
+  }
+  // A transaction's connection is the pool's: behind a transaction pooler, its queries stay unnamed.
+  if (UNNAMED.has(pool)) UNNAMED.add(client);
+  let broken = false;
+  // A checked-out client has no pool listener: a connection lost between two of our queries would
+  // otherwise be an unhandled 'error' event, which ends the process.
+  const onError = () => {
+    broken = true;
+  };
+  client.on('error', onError);
+  try {
+    await client.query(begin);
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    try {
+      await client.query('ROLLBACK');
+    } catch {
+      // The connection itself failed: it must not go back into the pool.
+      broken = true;
+    }
+    mapPostgresError(err);
+  } finally {
+    client.removeListener('error', onError);
+    client.release(broken);
+  }
+}
+
+// Any constant works; it only has to be the same for every clubhouse process on a database.
+const MIGRATION_LOCK_KEY = 4_242_001;
+
+/**
+ * Applies pending migrations in one transaction under an advisory lock, so instances starting at
+ * once queue instead of racing. Uses its own connection without the pool's short timeouts. Behind a
+ * transaction pooler, also sets the pool's timeouts as this role's defaults in this database (issue 17).
+ */
+export async function migratePostgres(target: string | PostgresConnection): Promise<number[]> {
+  const connection = typeof target === 'string' ? postgresConnection(target) : target;
+  const client = new pg.Client({
+    connectionString: connection.url,
+    ssl: connection.ssl,
+    connectionTimeoutMillis: 10_000,
+  });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query('BEGIN');
+    // Released by COMMIT/ROLLBACK; the lock space is per database.
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    // The runner the SQLite store uses too (sql/migrate.ts), on this connection.
+    const applied = await stepAsync(
+      migrate(POSTGRES_DIALECT, POSTGRES_MIGRATIONS, Date.now()),
+      onClient(client),
+    );
+    // Only behind a pooler: a direct pool sends the timeouts at connect, and role defaults would also
+    // bind every other client of this role (an operator's psql, a bulk load) to them.
+    if (connection.transactionPooler) await setRoleTimeouts(client);
+    await client.query('COMMIT');
+    if (connection.transactionPooler) await retireIfUntimed(client);
+    return applied;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    mapPostgresError(err);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * Makes the pool's statement and lock timeouts the defaults of the current role in the current
+ * database: a transaction-mode pooler cannot carry them as startup parameters, and SET would stay
+ * on a server connection that other clients then use. Own-role defaults need no superuser.
+ */
+async function setRoleTimeouts(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ name: string }>('SELECT current_database() AS name');
+  const database = client.escapeIdentifier(rows[0]!.name);
+  for (const setting of ['statement_timeout', 'lock_timeout'] as const) {
+    // Whole numbers from our own constant: nothing outside reaches this text.
+    await client.query(
+      `ALTER ROLE CURRENT_USER IN DATABASE ${database} SET ${setting} = ${Number(POOL_SETTINGS[setting])}`,
+    );
+  }
+}
+
+/**
+ * Role defaults apply to sessions that start later. Behind a transaction-mode pooler, the server
+ * session this migration ran on (opened before the defaults existed, or while waiting for the
+ * lock) would next serve the pool without timeouts: end it, so the pooler opens a fresh one.
+ */
+async function retireIfUntimed(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ name: string; setting: string }>(
+    "SELECT name, setting FROM pg_settings WHERE name IN ('statement_timeout', 'lock_timeout')",
+  );
+  const timed = rows.every(
+    (row) => Number(row.setting) === POOL_SETTINGS[row.name as 'statement_timeout' | 'lock_timeout'],
+  );
+  // The pooler sees its server connection end and drops it; our own client is closed right after.
+  if (!timed) await client.query('SELECT pg_terminate_backend(pg_backend_pid())').catch(() => {});
+}

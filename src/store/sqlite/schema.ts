@@ -1,0 +1,125 @@
+// Versioned migrations of the embedded SQLite database. Limits of contract §4 (limits.ts) are
+// enforced here (CHECK, UNIQUE, foreign keys, STRICT types) as well as in the code; the limits test
+// proves the two agree.
+import type { Migration } from '../sql/migrate.ts';
+
+export const SQLITE_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'users, sessions, throttle',
+    sql: `
+      CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value BLOB NOT NULL
+      ) WITHOUT ROWID, STRICT;
+
+      CREATE TABLE users (
+        username TEXT PRIMARY KEY CHECK (length(username) BETWEEN 1 AND 150),
+        active INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+        created_at INTEGER NOT NULL,
+        last_login_at INTEGER
+      ) WITHOUT ROWID, STRICT;
+
+      -- contract §2: only the SHA-256 of a session id is kept.
+      CREATE TABLE sessions (
+        id_hash BLOB PRIMARY KEY CHECK (length(id_hash) = 32),
+        username TEXT NOT NULL REFERENCES users (username) ON DELETE CASCADE,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      ) WITHOUT ROWID, STRICT;
+      CREATE INDEX sessions_by_username ON sessions (username);
+      CREATE INDEX sessions_by_expiry ON sessions (expires_at);
+
+      -- contract §3: one row per distinct failure (key, keyed hash of the password) in the window.
+      CREATE TABLE throttle_failures (
+        key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (key, fingerprint)
+      ) WITHOUT ROWID, STRICT;
+      CREATE INDEX throttle_failures_by_key_at ON throttle_failures (key, at);
+      CREATE INDEX throttle_failures_by_at ON throttle_failures (at);
+
+      CREATE TABLE known_clients (
+        username TEXT NOT NULL,
+        client_ip TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (username, client_ip)
+      ) WITHOUT ROWID, STRICT;
+      CREATE INDEX known_clients_by_expiry ON known_clients (expires_at);
+    `,
+  },
+  {
+    version: 2,
+    name: 'groups and memberships',
+    sql: `
+      CREATE TABLE groups (
+        id INTEGER PRIMARY KEY CHECK (id BETWEEN 1 AND 2147483647),
+        name TEXT NOT NULL UNIQUE CHECK (length(name) BETWEEN 1 AND 200),
+        description TEXT NOT NULL DEFAULT '' CHECK (length(description) <= 10000),
+        short_description TEXT NOT NULL DEFAULT '' CHECK (length(short_description) <= 500),
+        activities TEXT NOT NULL DEFAULT '' CHECK (length(activities) <= 10000),
+        type INTEGER NOT NULL DEFAULT 0 CHECK (type IN (0, 1))
+      ) STRICT;
+
+      -- Keyed (username, group_id): the list query is a prefix scan already in group order.
+      CREATE TABLE memberships (
+        username TEXT NOT NULL REFERENCES users (username) ON DELETE CASCADE,
+        group_id INTEGER NOT NULL REFERENCES groups (id) ON DELETE CASCADE,
+        status INTEGER NOT NULL CHECK (status IN (0, 1, 2)),
+        PRIMARY KEY (username, group_id)
+      ) WITHOUT ROWID, STRICT;
+      CREATE INDEX memberships_by_group ON memberships (group_id);
+    `,
+  },
+  {
+    version: 3,
+    name: 'session deletion log',
+    sql: `
+      -- Every process keeps recent sessions in memory (sqlite-sessions.ts). A deletion of a live
+      -- session (logout, revoke, disable, rotation) is logged here, in the deleting transaction,
+      -- so every other process evicts it before answering its next request.
+      CREATE TABLE session_deletions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id_hash BLOB NOT NULL,
+        at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX session_deletions_by_at ON session_deletions (at);
+      -- Expired rows need no log entry: every cache checks the expiry itself.
+      CREATE TRIGGER sessions_log_deletion AFTER DELETE ON sessions
+        WHEN old.expires_at > CAST(unixepoch('subsec') * 1000 AS INTEGER)
+      BEGIN
+        INSERT INTO session_deletions (id_hash, at) VALUES (old.id_hash, CAST(unixepoch('subsec') * 1000 AS INTEGER));
+      END;
+    `,
+  },
+  {
+    version: 4,
+    name: 'guesses in flight',
+    sql: `
+      -- contract §3: login attempts in flight, one row each, counted by distinct fingerprint with the
+      -- failures of their key, so that parallel guesses cannot pass the limit whichever process
+      -- serves them. A row outlives a crashed process only until expires_at.
+      CREATE TABLE throttle_pending (
+        key TEXT NOT NULL,
+        id TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (key, id)
+      ) WITHOUT ROWID, STRICT;
+      CREATE INDEX throttle_pending_by_expiry ON throttle_pending (expires_at);
+    `,
+  },
+  {
+    version: 5,
+    name: 'where sessions were started, and when last seen',
+    sql: `
+      -- contract §9: the login request's client address and user agent (cut at 256 characters), and
+      -- the last time the session was seen (written in batches, sessions.ts). Sessions started before
+      -- this version keep NULLs: they show what is known (when they were created).
+      ALTER TABLE sessions ADD COLUMN client_ip TEXT;
+      ALTER TABLE sessions ADD COLUMN user_agent TEXT CHECK (user_agent IS NULL OR length(user_agent) <= 256);
+      ALTER TABLE sessions ADD COLUMN last_seen INTEGER;
+    `,
+  },
+];

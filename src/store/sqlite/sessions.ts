@@ -1,0 +1,174 @@
+// Sessions on SQLite with an in-process cache (issue 8: a check is answered without touching the
+// database file). Exactness across processes (contract §2: a logout, revoke or disable takes effect
+// on the very next request in every process) comes from the session_deletions log: before answering
+// from memory, a process asks SQLite whether any other connection has committed since it last looked
+// (PRAGMA data_version, a read of the shared WAL index, no I/O), and if so evicts every session that
+// was deleted meanwhile. Its own deletions it evicts at once, the sessions a login ends beyond the
+// per-user cap (contract §9) included: they go through the same log.
+import type { DatabaseSync } from 'node:sqlite';
+import type { SessionCache, SessionRecord, SessionStore, StoredSession } from '../types.ts';
+import { transaction } from './driver.ts';
+
+/** Sessions kept in memory per process; beyond this the oldest entries are dropped. */
+export const SESSION_CACHE_ENTRIES = 100_000;
+/** How long deletion log entries are kept: a process idle for longer forgets its whole cache. */
+export const DELETION_LOG_RETENTION_MS = 10 * 60 * 1000;
+
+type Call = <T>(work: () => T) => Promise<T>;
+
+/** The SQLite session store with its cache; `call` maps SQLite errors the way the other stores do. */
+export function cachedSqliteSessions(
+  db: DatabaseSync,
+  call: Call,
+  capacity = SESSION_CACHE_ENTRIES,
+): SessionStore & SessionCache {
+  const insert = db.prepare(
+    'INSERT INTO sessions (id_hash, username, created_at, expires_at, client_ip, user_agent) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  // contract §9: the user's live sessions beyond `keep`, oldest first out; the new one always stays.
+  const evict = db.prepare(
+    `DELETE FROM sessions WHERE id_hash IN (
+       SELECT id_hash FROM sessions WHERE username = ? AND expires_at > ? AND id_hash <> ?
+       ORDER BY created_at DESC, id_hash DESC LIMIT -1 OFFSET ?)`,
+  );
+  const listUser = db.prepare(
+    'SELECT id_hash, created_at, expires_at, last_seen, client_ip, user_agent FROM sessions WHERE username = ? AND expires_at > ?',
+  );
+  const touch = db.prepare(
+    'UPDATE sessions SET last_seen = max(coalesce(last_seen, 0), ?) WHERE id_hash = ? AND coalesce(last_seen, 0) < ?',
+  );
+  const select = db.prepare('SELECT username, expires_at FROM sessions WHERE id_hash = ? AND expires_at > ?');
+  const remove = db.prepare('DELETE FROM sessions WHERE id_hash = ?');
+  const removeUser = db.prepare('DELETE FROM sessions WHERE username = ?');
+  const countUser = db.prepare('SELECT count(*) AS n FROM sessions WHERE username = ? AND expires_at > ?');
+  const purge = db.prepare('DELETE FROM sessions WHERE expires_at <= ?');
+  const purgeLog = db.prepare('DELETE FROM session_deletions WHERE at <= ?');
+  const countActive = db.prepare('SELECT count(*) AS n FROM sessions WHERE expires_at > ?');
+  const dataVersion = db.prepare('PRAGMA data_version');
+  const deletionsAfter = db.prepare('SELECT seq, id_hash FROM session_deletions WHERE seq > ? ORDER BY seq');
+  // `last` survives the purge of the log (AUTOINCREMENT keeps it in sqlite_sequence).
+  const logBounds = db.prepare(
+    "SELECT (SELECT min(seq) FROM session_deletions) AS first, (SELECT seq FROM sqlite_sequence WHERE name = 'session_deletions') AS last",
+  );
+  dataVersion.setReturnArrays(true);
+
+  // Keyed by the hex of the id's hash; a Map iterates in insertion order, so the first is the oldest.
+  const cache = new Map<string, SessionRecord>();
+  let version = Number((dataVersion.get() as unknown as unknown[])[0]);
+  const bounds = () => {
+    const row = logBounds.get() as { first: number | null; last: number | null };
+    const last = Number(row.last ?? 0);
+    return { first: row.first === null ? last + 1 : Number(row.first), last };
+  };
+  let lastSeq = bounds().last;
+
+  /** Evicts what the log says was deleted since we last read it. */
+  const readLog = () => {
+    const { first, last } = bounds();
+    // Entries we never saw were already purged from the log: we cannot know what they were.
+    if (first > lastSeq + 1) cache.clear();
+    for (const row of deletionsAfter.all(lastSeq)) {
+      cache.delete(Buffer.from(row['id_hash'] as Uint8Array).toString('hex'));
+    }
+    lastSeq = Math.max(lastSeq, last);
+  };
+  /** Before answering from memory: has another connection committed anything since? */
+  const syncWithOthers = () => {
+    const current = Number((dataVersion.get() as unknown as unknown[])[0]);
+    if (current === version) return;
+    // Only once the log is read: if reading it fails (SQLITE_BUSY), the next request must try again
+    // rather than trust a cache that may hold sessions deleted meanwhile (issue 12, defect 4).
+    readLog();
+    version = current;
+  };
+  const remember = (key: string, record: SessionRecord) => {
+    cache.set(key, record);
+    if (cache.size > capacity) cache.delete(cache.keys().next().value as string);
+  };
+
+  /** The cached answer after catching up with other processes; undefined on a miss. */
+  const cached = (idHash: Buffer, now: number): SessionRecord | null | undefined => {
+    syncWithOthers();
+    const key = idHash.toString('hex');
+    const record = cache.get(key);
+    if (record === undefined) return undefined;
+    if (record.expiresAt > now) return record;
+    cache.delete(key);
+    return null;
+  };
+
+  return {
+    peek: (idHash, now) => {
+      try {
+        return cached(idHash, now);
+      } catch {
+        return undefined; // the asynchronous path will report the failure
+      }
+    },
+    create: (s, keep) =>
+      call(() => {
+        // IMMEDIATE: the write lock is held from the insert to the eviction, so two logins at once
+        // in two processes cannot both count 100 and leave 101 (contract §9).
+        const ended = transaction(db, () => {
+          insert.run(s.idHash, s.username, s.createdAt, s.expiresAt, s.clientIp, s.userAgent);
+          return Number(evict.run(s.username, s.createdAt, s.idHash, Math.max(0, keep - 1)).changes);
+        });
+        if (ended > 0) readLog();
+        remember(s.idHash.toString('hex'), { username: s.username, expiresAt: s.expiresAt });
+        return ended;
+      }),
+    list: (username, now) =>
+      call(() =>
+        listUser.all(username, now).map(
+          (row): StoredSession => ({
+            idHash: Buffer.from(row['id_hash'] as Uint8Array),
+            createdAt: Number(row['created_at']),
+            expiresAt: Number(row['expires_at']),
+            lastSeen: row['last_seen'] === null ? null : Number(row['last_seen']),
+            clientIp: row['client_ip'] === null ? null : String(row['client_ip']),
+            userAgent: row['user_agent'] === null ? null : String(row['user_agent']),
+          }),
+        ),
+      ),
+    touch: (sightings) =>
+      call(() => {
+        if (sightings.length === 0) return;
+        transaction(db, () => {
+          for (const { idHash, at } of sightings) touch.run(at, idHash, at);
+        });
+      }),
+    get: (idHash, now) =>
+      call(() => {
+        const known = cached(idHash, now);
+        if (known !== undefined) return known;
+        const row = select.get(idHash, now);
+        if (row === undefined) return null;
+        const record = { username: String(row['username']), expiresAt: Number(row['expires_at']) };
+        remember(idHash.toString('hex'), record);
+        return record;
+      }),
+    delete: (idHash) =>
+      call(() => {
+        cache.delete(idHash.toString('hex'));
+        const deleted = remove.run(idHash).changes > 0;
+        readLog();
+        return deleted;
+      }),
+    revokeUser: (username) =>
+      call(() => {
+        const revoked = Number(removeUser.run(username).changes);
+        readLog();
+        return revoked;
+      }),
+    countUser: (username, now) => call(() => Number(countUser.get(username, now)?.['n'] ?? 0)),
+    purgeExpired: (now) =>
+      call(() => {
+        const purged = Number(purge.run(now).changes);
+        readLog();
+        for (const [key, record] of cache) if (record.expiresAt <= now) cache.delete(key);
+        purgeLog.run(now - DELETION_LOG_RETENTION_MS);
+        return purged;
+      }),
+    countActive: (now) => call(() => Number(countActive.get(now)?.['n'] ?? 0)),
+  };
+}
