@@ -214,6 +214,7 @@ describe('the settings table', () => {
     HOST: '0.0.0.0',
     PORT: '8123',
     WORKERS: '3',
+    ACCESS_LOG: 'true',
     DATABASE_URL: 'postgres://db.internal/clubhouse',
     DATABASE_CA_FILE: 'package.json',
     DATABASE_TRANSACTION_POOLER: 'true',

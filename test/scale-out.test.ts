@@ -258,6 +258,7 @@ describe('WORKERS=2: one port, two processes, replaced when killed, drained on S
           PORT: String(port),
           DATABASE_URL: `sqlite:${join(dir, 'clubhouse.db')}`,
           LOG_LEVEL: 'info',
+          ACCESS_LOG: 'true',
           SHUTDOWN_GRACE_MS: '5000',
           ...dovecotEnv(dovecot),
         },

@@ -47,6 +47,8 @@ async function start(command: 'node' | 'npm', dovecot: Dovecot, dir: string): Pr
       ...dovecotEnv(dovecot),
       DATABASE_URL: `sqlite:${join(dir, `${command}-${started}.db`)}`,
       SHUTDOWN_GRACE_MS: '60000',
+      // The debug line of each request's arrival tells when all of them are in flight.
+      LOG_LEVEL: 'debug',
     },
     { viaNpm: command === 'npm' },
   );

@@ -48,6 +48,8 @@ export interface Config {
   readonly allowedHosts: readonly string[] | null;
   readonly trustProxy: TrustProxy;
   readonly logLevel: LogLevel;
+  /** One log line per request (ACCESS_LOG); logins and errors are logged either way. */
+  readonly accessLog: boolean;
   readonly usernameCase: UsernameCase;
   readonly allowNewUsers: boolean;
   readonly throttle: {
@@ -221,6 +223,7 @@ export function loadConfig(env: Env): Config {
     allowedHosts: s.ALLOWED_HOSTS ?? null,
     trustProxy: s.TRUST_PROXY,
     logLevel: s.LOG_LEVEL,
+    accessLog: s.ACCESS_LOG,
     usernameCase: s.USERNAME_CASE,
     allowNewUsers: s.ALLOW_NEW_USERS,
     throttle: {

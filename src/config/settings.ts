@@ -168,6 +168,12 @@ export const SETTINGS = {
       desc: '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`',
     }),
   ),
+  ACCESS_LOG: row(
+    boolean({
+      default: false,
+      desc: 'one `request completed` log line per request (method, URL, status, time, request id); off by default, as the proxy in front usually logs access (README: Logs). Logins, 5xx errors and warnings are logged either way',
+    }),
+  ),
   SHUTDOWN_GRACE_MS: row(
     integer(0, 600_000)({ default: 10_000, desc: 'how long SIGTERM waits for in-flight requests' }),
   ),

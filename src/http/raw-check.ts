@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { readCookies } from '../auth/cookies.ts';
 import type { Sessions } from '../auth/sessions.ts';
 import type { Metrics } from '../metrics.ts';
+import { logArrival, logCompletion } from './access-log.ts';
 import { JSON_CONTENT_TYPE, responseHeaders } from './headers.ts';
 import { requestId } from './request-id.ts';
 
@@ -18,6 +19,8 @@ export interface RawCheckDeps {
   readonly hostAllowed: (host: string | undefined) => boolean;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** ACCESS_LOG: one line per request (access-log.ts). */
+  readonly accessLog: boolean;
   /** True once the server is closing: then Fastify answers (503). */
   readonly closing: () => boolean;
 }
@@ -32,6 +35,7 @@ const LOGGED_OUT = '""';
 
 /** The raw check handler. */
 export function rawCheck(deps: RawCheckDeps): RawHandler {
+  const { logger, accessLog } = deps;
   return (request, response) => {
     const { method, url } = request;
     if ((method !== 'GET' && method !== 'HEAD') || (url !== ROUTE && url !== `${ROUTE}/`) || deps.closing())
@@ -41,23 +45,21 @@ export function rawCheck(deps: RawCheckDeps): RawHandler {
     const username = deps.sessions.peek(readCookies(request.headers).sessionid);
     if (username === undefined) return false;
     const id = requestId(request);
-    const log = deps.logger.isLevelEnabled('info') ? deps.logger.child({ requestId: id }) : null;
-    log?.info(
-      { req: { method, url, host: request.headers.host, remoteAddress: request.socket.remoteAddress } },
-      'incoming request',
-    );
+    logArrival(logger, request, id);
     const status = username === null ? 403 : 200;
     const body = username === null ? LOGGED_OUT : JSON.stringify(username);
-    response.writeHead(status, {
-      ...responseHeaders({ url, requestId: id, origin: request.headers.origin }, deps.trustedOrigins),
-      allow: ALLOW,
-      'content-type': JSON_CONTENT_TYPE,
-      'content-length': Buffer.byteLength(body),
-    });
+    const headers = responseHeaders(
+      { url, requestId: id, origin: request.headers.origin },
+      deps.trustedOrigins,
+    );
+    headers['allow'] = ALLOW;
+    headers['content-type'] = JSON_CONTENT_TYPE;
+    headers['content-length'] = String(Buffer.byteLength(body));
+    response.writeHead(status, headers);
     response.end(method === 'HEAD' ? undefined : body);
-    const seconds = (performance.now() - started) / 1000;
-    deps.metrics.observeRequest(method, ROUTE, status, seconds);
-    log?.info({ res: { statusCode: status }, responseTime: seconds * 1000 }, 'request completed');
+    const ms = performance.now() - started;
+    deps.metrics.observeRequest(method, ROUTE, status, ms / 1000);
+    if (accessLog) logCompletion(logger, request, status, ms, id);
     return true;
   };
 }

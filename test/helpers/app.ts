@@ -133,6 +133,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     const env = {
       ...made.env,
       LOG_LEVEL: 'info',
+      // Every request's line too (off by default), so the tests see and scan everything logged.
+      ACCESS_LOG: 'true',
       ...(options.dovecot === undefined
         ? { IMAP_HOST: '127.0.0.1', IMAP_SECURITY: 'plain', IMAP_PORT: '1' }
         : dovecotEnv(options.dovecot)),

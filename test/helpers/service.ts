@@ -17,7 +17,9 @@ const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 
 /**
  * Starts `src/main.ts` (or `npm start` with `viaNpm`) with these settings and resolves once it
- * serves. LOG_LEVEL must let the info line "clubhouse is serving" through; it is forced to info.
+ * serves. LOG_LEVEL must let the info line "clubhouse is serving" through; it is info unless the
+ * caller asks for debug. ACCESS_LOG is on unless the caller says otherwise, so that the secrets scan
+ * sees every request's line.
  */
 export function startService(
   env: Record<string, string>,
@@ -29,7 +31,13 @@ export function startService(
       : [process.execPath, ['--disable-warning=ExperimentalWarning', MAIN]];
   const child = spawn(file, args, {
     cwd: fileURLToPath(new URL('../..', import.meta.url)),
-    env: { ...process.env, PORT: '0', ...env, LOG_LEVEL: 'info' },
+    env: {
+      ...process.env,
+      PORT: '0',
+      ACCESS_LOG: 'true',
+      ...env,
+      LOG_LEVEL: env['LOG_LEVEL'] === 'debug' ? 'debug' : 'info',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

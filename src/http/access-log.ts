@@ -1,0 +1,38 @@
+// The access log (issue 14): with ACCESS_LOG=true, one `request completed` line per request, written
+// the same way by the Fastify routes (app.ts) and the raw read path (raw-check.ts). It is off by
+// default: behind a proxy that logs access (nginx's access_log) a second line per request only costs
+// throughput (README: Logs gives the figures). What is logged either way: the audit line of every
+// login (routes/auth.ts), every 5xx and store outage (errors.ts), warnings. At LOG_LEVEL=debug every
+// request is also logged when it arrives.
+import type { IncomingMessage } from 'node:http';
+import type { Logger } from 'pino';
+
+/** The request as the access log shows it: never its headers (cookies, CSRF tokens). */
+function described(request: IncomingMessage) {
+  return {
+    method: request.method,
+    url: request.url,
+    host: request.headers.host,
+    remoteAddress: request.socket.remoteAddress,
+  };
+}
+
+/** `log` is the request's logger when it has one (Fastify's carries the id); else the id is added. */
+export function logArrival(log: Logger, request: IncomingMessage, requestId?: string): void {
+  if (!log.isLevelEnabled('debug')) return;
+  log.debug({ requestId, req: described(request) }, 'incoming request');
+}
+
+/** The one access line of a request, once its answer is written. */
+export function logCompletion(
+  log: Logger,
+  request: IncomingMessage,
+  statusCode: number,
+  responseTimeMs: number,
+  requestId?: string,
+): void {
+  log.info(
+    { requestId, req: described(request), res: { statusCode }, responseTime: responseTimeMs },
+    'request completed',
+  );
+}
