@@ -5,6 +5,7 @@ import { createServer } from 'node:http';
 import client from 'prom-client';
 import type { LoginFailure, VerifyResult } from './backends/imap/authenticator.ts';
 import { API_ERRORS } from './errors.ts';
+import { requestMetrics } from './request-metrics.ts';
 
 export type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';
 
@@ -37,19 +38,15 @@ const BREAKER_STATES: Record<string, number> = { closed: 0, half_open: 1, open: 
 export function createMetrics(now: () => number = Date.now): Metrics {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
-  const requests = new client.Counter({
-    name: 'clubhouse_http_requests_total',
-    help: 'HTTP requests answered, by method, route and status.',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [registry],
-  });
-  const latency = new client.Histogram({
-    name: 'clubhouse_http_request_duration_seconds',
-    help: 'Time to answer an HTTP request, by method, route and status.',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-  });
+  const requests = requestMetrics(
+    registry,
+    { total: 'clubhouse_http_requests_total', duration: 'clubhouse_http_request_duration_seconds' },
+    {
+      total: 'HTTP requests answered, by method, route and status.',
+      duration: 'Time to answer an HTTP request, by method, route and status.',
+    },
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  );
   const logins = new client.Counter({
     name: 'clubhouse_login_attempts_total',
     help: 'Login attempts by outcome (success, failure, throttled), failure class and the backend that decided.',
@@ -126,11 +123,7 @@ export function createMetrics(now: () => number = Date.now): Metrics {
   return {
     registry,
     text: () => (cluster.isWorker ? askPrimaryForMetrics() : registry.metrics()),
-    observeRequest(method, route, status, seconds) {
-      const labels = { method, route, status: String(status) };
-      requests.inc(labels);
-      latency.observe(labels, seconds);
-    },
+    observeRequest: requests.observe,
     observeLogin(outcome, failure, backend) {
       logins.inc({ outcome, failure: failure ?? '', backend: backend ?? '' });
       if (outcome === 'throttled') throttled.inc();
