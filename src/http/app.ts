@@ -40,7 +40,7 @@ import { apiEndpoints, supportEveryMethod } from './endpoints.ts';
 import { frameworkErrorsHandler, installErrorHandling } from './errors.ts';
 import { responseHeaders } from './headers.ts';
 import { nodeServerFactory } from './node-server.ts';
-import { rawCheck } from './raw-check.ts';
+import { type GroupReads, rawReads } from './raw-reads.ts';
 import { requestId } from './request-id.ts';
 import { sessionHooks } from './session.ts';
 import { registerWebClient } from './web.ts';
@@ -74,6 +74,11 @@ function isPublished(url: string): boolean {
 /** The route as a metric label: the pattern without its regex, or `unmatched` for 404s. */
 function routeLabel(url: string | undefined): string {
   return url === undefined ? 'unmatched' : url.replace(/\(\^[^)]*\)/g, '');
+}
+
+/** The group cache's synchronous answers, when the store keeps one (SQLite). */
+function groupReads(_stores: Stores): GroupReads | null {
+  return null;
 }
 
 /** The cached IMAP probe of /readyz; one TLS context for every probe, as for logins. */
@@ -118,8 +123,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const entry = edgeEntry(allowedHost, trusted);
   const fastify = Fastify({
     serverFactory: nodeServerFactory({
-      raw: rawCheck({
+      raw: rawReads({
         sessions,
+        groups: groupReads(stores),
         trustedOrigins: trusted,
         hostAllowed: allowedHost,
         metrics,

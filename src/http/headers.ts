@@ -1,5 +1,5 @@
 // The response builder (contract §1, §6, §7): the headers every response starts with, computed in one
-// place for the Fastify routes (app.ts's first onRequest hook) and the raw check path (raw-check.ts),
+// place for the Fastify routes (app.ts's first onRequest hook) and the raw read path (raw-reads.ts),
 // so that a header added here appears on every answer. JSON bodies are sent by sendJson/sendDetail.
 import type { FastifyReply } from 'fastify';
 import { corsHeaders } from './cors.ts';

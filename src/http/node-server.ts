@@ -1,4 +1,4 @@
-// The node:http server under Fastify (its serverFactory): the raw check path first, then Fastify;
+// The node:http server under Fastify (its serverFactory): the raw read path first, then Fastify;
 // CONNECT handed to Fastify like any other method; and the server timeouts Fastify would set itself.
 import {
   createServer,
@@ -9,7 +9,7 @@ import {
 } from 'node:http';
 import { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import type { RawHandler } from './raw-check.ts';
+import type { RawHandler } from './raw-reads.ts';
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => void;
 
@@ -32,7 +32,7 @@ export function nodeServerFactory(
         answered = options.raw(request, response);
       } catch (err) {
         // Never let the raw path take the process down: the Fastify route answers instead.
-        options.logger.error({ err }, 'raw check path failed');
+        options.logger.error({ err }, 'raw read path failed');
       }
       if (answered) return;
       if (!response.headersSent) handler(request, response);

@@ -1,5 +1,5 @@
 // Request ids (contract §6): an incoming X-Request-Id is kept when it is sane, else one is made. It is
-// echoed in the response (headers.ts) and labels the request's log lines (app.ts, raw-check.ts).
+// echoed in the response (headers.ts) and labels the request's log lines (app.ts, raw-reads.ts).
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 

@@ -65,7 +65,7 @@ export function loggedOut(
   return sendJson(reply, 200, LOGGED_OUT);
 }
 
-/** The three auth endpoints (the raw check path, http/raw-check.ts, answers check when it can). */
+/** The three auth endpoints (the raw read path, http/raw-reads.ts, answers check when it can). */
 export function registerAuthRoutes(endpoint: DeclareEndpoint, deps: AuthRouteDeps): void {
   const { config, sessions } = deps;
   const guard = csrfGuard(config.trustedOrigins);
