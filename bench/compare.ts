@@ -6,6 +6,8 @@
 export interface Round {
   /** Requests (or logins) per second. */
   readonly rate: number;
+  /** Requests (or logins) answered in the round. */
+  readonly requests: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
   /** Responses with status ≥ 400 (or failed logins). */
@@ -14,6 +16,10 @@ export interface Round {
   readonly errors: number;
   /** CPU the server under load used, in cores; NaN when not measured. */
   readonly serverCores: number;
+  /** CPU seconds the server's processes used in the round; NaN when not measured. */
+  readonly serverCpuSeconds: number;
+  /** Bytes the server wrote to its stdout (its log) in the round; NaN when not measured. */
+  readonly logBytes: number;
   /** CPU the load generator used, in cores. */
   readonly clientCores: number;
   /** Share of the whole machine's CPU that was busy during the run, 0..1. */
@@ -53,11 +59,14 @@ export function medianRound(side: Side): Round {
   const of = (pick: (round: Round) => number) => median(side.rounds.map(pick));
   return {
     rate: of((r) => r.rate),
+    requests: of((r) => r.requests),
     p50Ms: of((r) => r.p50Ms),
     p99Ms: of((r) => r.p99Ms),
     non2xx: of((r) => r.non2xx),
     errors: of((r) => r.errors),
     serverCores: of((r) => r.serverCores),
+    serverCpuSeconds: of((r) => r.serverCpuSeconds),
+    logBytes: of((r) => r.logBytes),
     clientCores: of((r) => r.clientCores),
     machineBusy: of((r) => r.machineBusy),
   };
@@ -66,6 +75,11 @@ export function medianRound(side: Side): Round {
 export interface Contender {
   readonly label: string;
   readonly measure: Measure;
+}
+
+/** The median over the rounds of `numerator / requests` (CPU seconds or log bytes per request). */
+export function perRequest(side: Side, numerator: (round: Round) => number): number {
+  return median(side.rounds.map((round) => numerator(round) / round.requests));
 }
 
 /** `a.rate / b.rate` round by round. */

@@ -16,46 +16,81 @@ export const CONNECTIONS = 50;
 export const THREADS = 2;
 const ROOT = path.join(import.meta.dirname, '..');
 
-/** Runs `work` while counting the CPU of the process tree `pid` and of the whole machine. */
-export async function withCpu(
-  pid: number | null,
-  reaped: boolean,
-  work: () => Promise<Omit<Round, 'serverCores' | 'machineBusy'>>,
-): Promise<Round> {
-  const cpuBefore = pid === null ? 0 : cpuSecondsOfTree(pid, reaped);
+/** A process tree whose CPU (and, for a server, stdout) a round counts. */
+export interface Watched {
+  readonly pid: number;
+  /** Count the CPU of children it already waited for too (Dovecot's per-login processes). */
+  readonly reaped?: boolean;
+  logBytes?(): number;
+  resetLog?(): void;
+}
+
+/** What a load run reports before the CPU and log figures are added. */
+export type LoadFigures = Omit<Round, 'serverCores' | 'serverCpuSeconds' | 'logBytes' | 'machineBusy'>;
+
+/** Runs `work` while counting the CPU and log bytes of `watched` and the CPU of the whole machine. */
+export async function withCpu(watched: readonly Watched[], work: () => Promise<LoadFigures>): Promise<Round> {
+  // Between rounds the servers are idle, so an empty log file now counts this round only.
+  for (const w of watched) w.resetLog?.();
+  const cpu = () => watched.reduce((sum, w) => sum + cpuSecondsOfTree(w.pid, w.reaped ?? false), 0);
+  const cpuBefore = cpu();
   const [busyBefore, totalBefore] = machineTicks();
   const started = performance.now();
   const result = await work();
   const elapsed = (performance.now() - started) / 1000;
   const [busyAfter, totalAfter] = machineTicks();
-  const serverCores = pid === null ? Number.NaN : (cpuSecondsOfTree(pid, reaped) - cpuBefore) / elapsed;
-  return { ...result, serverCores, machineBusy: (busyAfter - busyBefore) / (totalAfter - totalBefore) };
+  const serverCpuSeconds = watched.length === 0 ? Number.NaN : cpu() - cpuBefore;
+  const logged = watched.filter((w) => w.logBytes !== undefined);
+  return {
+    ...result,
+    serverCores: serverCpuSeconds / elapsed,
+    serverCpuSeconds,
+    logBytes: logged.length === 0 ? Number.NaN : logged.reduce((sum, w) => sum + w.logBytes!(), 0),
+    machineBusy: (busyAfter - busyBefore) / (totalAfter - totalBefore),
+  };
 }
 
 export function assertRunning(server: Server): void {
   if (!server.running()) throw new Error(`${server.label} died under load:\n${server.output()}`);
 }
 
-/** wrk with `script` against `server` at `urlPath`. */
-export function wrkLoad(server: Server, script: string, urlPath: string, loadFile: string): Measure {
+/**
+ * wrk with `script` against `urlPath` of each server at once, one wrk per server sharing the
+ * threads and connections (two instances: two wrk of -t1 -c25); rates and counts are summed, the
+ * latencies are the worse of the servers'.
+ */
+export function wrkLoad(
+  target: Server | readonly Server[],
+  script: string,
+  urlPath: string,
+  loadFile: string,
+): Measure {
+  const servers: readonly Server[] = 'pid' in target ? [target] : target;
+  const share = (n: number) => Math.max(1, Math.round(n / servers.length));
   return (seconds) =>
-    withCpu(server.pid, false, async () => {
-      const result = await runWrk({
-        url: `${server.url}${urlPath}`,
-        script,
-        loadFile,
-        seconds,
-        connections: CONNECTIONS,
-        threads: THREADS,
-      });
-      assertRunning(server);
+    withCpu(servers, async () => {
+      const results = await Promise.all(
+        servers.map((server) =>
+          runWrk({
+            url: `${server.url}${urlPath}`,
+            script,
+            loadFile,
+            seconds,
+            connections: share(CONNECTIONS),
+            threads: share(THREADS),
+          }),
+        ),
+      );
+      for (const server of servers) assertRunning(server);
+      const sum = (pick: (r: (typeof results)[number]) => number) => results.reduce((a, r) => a + pick(r), 0);
       return {
-        rate: result.requestsPerSecond,
-        p50Ms: result.p50Ms,
-        p99Ms: result.p99Ms,
-        non2xx: result.non2xx,
-        errors: result.socketErrors,
-        clientCores: result.wrkCores,
+        rate: sum((r) => r.requestsPerSecond),
+        requests: sum((r) => r.requests),
+        p50Ms: Math.max(...results.map((r) => r.p50Ms)),
+        p99Ms: Math.max(...results.map((r) => r.p99Ms)),
+        non2xx: sum((r) => r.non2xx),
+        errors: sum((r) => r.socketErrors),
+        clientCores: sum((r) => r.wrkCores),
       };
     });
 }
@@ -93,10 +128,11 @@ export async function loginLoad(
 export function loginRound(
   result: LoginLoadResult & { cores: number },
   failures: Record<string, number>,
-): Omit<Round, 'serverCores' | 'machineBusy'> {
+): LoadFigures {
   for (const [reason, n] of Object.entries(result.failures)) failures[reason] = (failures[reason] ?? 0) + n;
   return {
     rate: result.loginsPerSecond,
+    requests: result.logins,
     p50Ms: result.loginP50Ms,
     p99Ms: result.loginP99Ms,
     non2xx: Object.values(result.failures).reduce((a, b) => a + b, 0),
@@ -131,25 +167,4 @@ export async function sanityCheck(server: Server, loadFile: string): Promise<voi
   if (detail.status !== 200 || (json.member_status !== 1 && json.member_status !== 2)) {
     throw new Error(`${server.label}: group ${group} answered ${detail.status} ${JSON.stringify(json)}`);
   }
-}
-
-/** Header names clubhouse sends on check that the baseline does not, or the other way round. */
-export async function headerDifference(
-  baseline: Server,
-  clubhouse: Server,
-  loadFile: string,
-): Promise<string[]> {
-  const id = readFileSync(loadFile, 'utf8').split(' ', 1)[0]!;
-  const names = async (server: Server) => {
-    const response = await fetch(`${server.url}/api/auth/check`, { headers: { cookie: `sessionid=${id}` } });
-    await response.text();
-    return new Set(
-      [...response.headers.keys()].filter((n) => !['date', 'connection', 'keep-alive'].includes(n)),
-    );
-  };
-  const [a, b] = [await names(baseline), await names(clubhouse)];
-  return [
-    ...[...b].filter((n) => !a.has(n)).map((n) => `+${n}`),
-    ...[...a].filter((n) => !b.has(n)).map((n) => `-${n}`),
-  ];
 }

@@ -30,6 +30,15 @@ export function childrenOf(pid: number): number[] {
   return children;
 }
 
+/** The child of `parent` whose command line (arguments joined by spaces) contains every one of `parts`. */
+export function childWith(parent: number, parts: readonly string[]): number | null {
+  for (const pid of childrenOf(parent)) {
+    const commandLine = read(`/proc/${pid}/cmdline`)?.replaceAll('\0', ' ') ?? '';
+    if (parts.every((part) => commandLine.includes(part))) return pid;
+  }
+  return null;
+}
+
 export interface Memory {
   /** Bytes resident now. */
   readonly rss: number;
@@ -88,23 +97,23 @@ export function machineTicks(): [number, number] {
 }
 
 /**
- * Polls the resident memory of a server and its workers while it runs, keeping the peak of the
- * sum (VmHWM per process is also read at the end, but peaks of different workers need not coincide).
+ * Polls the resident memory of servers and their workers while they run, keeping the peak of the
+ * sum (VmHWM per process is also read at the end, but peaks of different processes need not coincide).
  */
 export class RssSampler {
-  readonly #pid: number;
+  readonly #pids: readonly number[];
   readonly #timer: NodeJS.Timeout;
   /** Largest sum of VmRSS seen, with its breakdown. */
   peak: Memory = ZERO;
 
-  constructor(pid: number, intervalMs = 200) {
-    this.#pid = pid;
+  constructor(pids: number | readonly number[], intervalMs = 200) {
+    this.#pids = typeof pids === 'number' ? [pids] : pids;
     this.#timer = setInterval(() => this.sample(), intervalMs);
     this.#timer.unref();
   }
 
   sample(): void {
-    const now = sumMemory([this.#pid, ...childrenOf(this.#pid)].map(memoryOf));
+    const now = sumMemory(this.#pids.flatMap((pid) => [pid, ...childrenOf(pid)]).map(memoryOf));
     if (now.rss > this.peak.rss) this.peak = now;
   }
 
@@ -112,4 +121,19 @@ export class RssSampler {
     this.sample();
     clearInterval(this.#timer);
   }
+}
+
+/** Runs `work` while sampling the summed VmRSS of each group of pids; returns the peaks in bytes. */
+export async function peaksDuring<T>(
+  groups: readonly (readonly number[])[],
+  work: () => Promise<T>,
+): Promise<{ result: T; peaks: number[] }> {
+  const samplers = groups.map((pids) => new RssSampler(pids));
+  let result: T;
+  try {
+    result = await work();
+  } finally {
+    for (const sampler of samplers) sampler.stop();
+  }
+  return { result, peaks: samplers.map((sampler) => sampler.peak.rss) };
 }

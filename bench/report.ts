@@ -1,5 +1,5 @@
 // bench/results/latest.md: the figures of one `npm run bench` as Markdown tables.
-import { type Comparison, median, medianRound, type Round } from './compare.ts';
+import { type Comparison, median, medianRound, perRequest, type Round, type Side } from './compare.ts';
 
 export interface Verdict {
   readonly target: string;
@@ -11,15 +11,23 @@ export interface Verdict {
 
 export interface CaseRow {
   readonly name: string;
+  /** A short name for the chart. */
+  readonly chartLabel: string;
   /** null when the case could not run (e.g. WORKERS not available). */
   readonly comparison: Comparison | null;
   readonly unit: 'req/s' | 'logins/s';
   readonly verdicts: readonly Verdict[];
   readonly notes: readonly string[];
+  /** The least ratio the target asks for (drawn on the chart); null when the ratio has none. */
+  readonly ratioTarget: number | null;
+  /** Sampled peak of the summed VmRSS of each side's processes during the case, bytes. */
+  readonly peakRss: { readonly reference: number; readonly subject: number } | null;
 }
 
 export interface MemoryRow {
   readonly name: string;
+  /** Bytes resident when idle after start; null when not taken. */
+  readonly idle: number | null;
   /** Bytes. */
   readonly peak: number | null;
   readonly detail: string;
@@ -31,6 +39,8 @@ export interface Report {
   readonly cores: number;
   readonly machine: readonly string[];
   readonly method: readonly string[];
+  /** What each server was started with (every other setting at its default). */
+  readonly settings: readonly string[];
   readonly cases: readonly CaseRow[];
   readonly memory: readonly MemoryRow[];
   readonly observations: readonly string[];
@@ -60,29 +70,48 @@ function rest(round: Round, cores: number): number {
   return Math.max(0, round.machineBusy * cores - round.serverCores - round.clientCores);
 }
 
+function mib(bytes: number | null | undefined): string {
+  return bytes === null || bytes === undefined ? '–' : fixed(bytes / MIB, 1);
+}
+
+/** CPU µs per request of a side (its server processes' user + system time / requests). */
+function cpuUs(side: Side): string {
+  return fixed(perRequest(side, (r) => r.serverCpuSeconds) * 1e6, 0);
+}
+
 /** The whole file. */
 export function renderReport(report: Report): string {
   const lines: string[] = ['# clubhouse benchmark', ''];
   lines.push(...report.machine.map((line) => `- ${line}`), '');
   lines.push(...report.method.map((line) => `- ${line}`), '');
+  lines.push('Settings (every other setting at its default, `LOG_LEVEL` included):', '');
+  lines.push(...report.settings.map((line) => `- ${line}`), '');
 
   lines.push(
-    '| Case | Reference | Reference rate | clubhouse rate | clubhouse p50 | clubhouse p99 | ≥ 400 per round | Ratio | Target | Result |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---|---|',
+    '| Case | Reference | Ratio | Target | Result | clubhouse rate | Reference rate | clubhouse p50 / p99 | ' +
+      'clubhouse CPU per request | Reference CPU per request | clubhouse log per request | ' +
+      'Peak RSS clubhouse / reference | ≥ 400 per round |',
+    '|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   );
   for (const row of report.cases) {
     const targets = row.verdicts.map((v) => v.target).join('; ');
     const results = row.verdicts.map(passText).join('; ');
     if (row.comparison === null) {
-      lines.push(`| ${row.name} | – | – | not available | – | – | – | – | ${targets} | ${results} |`);
+      lines.push(
+        `| ${row.name} | – | – | ${targets} | ${results} | not available | – | – | – | – | – | – | – |`,
+      );
       continue;
     }
-    const reference = medianRound(row.comparison.reference);
-    const subject = medianRound(row.comparison.subject);
+    const { reference, subject, ratios } = row.comparison;
+    const [ref, sub] = [medianRound(reference), medianRound(subject)];
+    const logBytes = perRequest(subject, (r) => r.logBytes);
+    const unit = row.unit === 'req/s' ? 'request' : 'login';
     lines.push(
-      `| ${row.name} | ${row.comparison.reference.label} | ${rate(reference.rate)} ${row.unit} | ` +
-        `${rate(subject.rate)} ${row.unit} | ${fixed(subject.p50Ms, 2)} ms | ${fixed(subject.p99Ms, 2)} ms | ` +
-        `${rate(subject.non2xx)} | ${fixed(median(row.comparison.ratios), 3)}× | ${targets} | ${results} |`,
+      `| ${row.name} | ${reference.label} | ${fixed(median(ratios), 3)}× | ${targets} | ${results} | ` +
+        `${rate(sub.rate)} ${row.unit} | ${rate(ref.rate)} ${row.unit} | ` +
+        `${fixed(sub.p50Ms, 2)} / ${fixed(sub.p99Ms, 2)} ms | ${cpuUs(subject)} µs | ${cpuUs(reference)} µs | ` +
+        `${Number.isFinite(logBytes) ? `${Math.round(logBytes)} B/${unit}` : '–'} | ` +
+        `${mib(row.peakRss?.subject)} / ${mib(row.peakRss?.reference)} MiB | ${rate(sub.non2xx)} |`,
     );
   }
   const notes = report.cases.flatMap((row) => row.notes.map((note) => `- ${row.name}: ${note}`));
@@ -92,13 +121,14 @@ export function renderReport(report: Report): string {
     '',
     '## Memory',
     '',
-    '| Server | Peak RSS | Detail | Target | Result |',
-    '|---|---:|---|---|---|',
+    '| Server | Idle RSS | Peak RSS | Detail | Target | Result |',
+    '|---|---:|---:|---|---|---|',
   );
   for (const row of report.memory) {
-    const peak = row.peak === null ? 'not available' : `${fixed(row.peak / MIB, 1)} MiB`;
+    const peak = row.peak === null ? 'not available' : `${mib(row.peak)} MiB`;
+    const idle = row.idle === null ? '–' : `${mib(row.idle)} MiB`;
     const verdict = row.verdict === null ? '– | –' : `${row.verdict.target} | ${passText(row.verdict)}`;
-    lines.push(`| ${row.name} | ${peak} | ${row.detail} | ${verdict} |`);
+    lines.push(`| ${row.name} | ${idle} | ${peak} | ${row.detail} | ${verdict} |`);
   }
 
   lines.push(

@@ -33,13 +33,13 @@ const DAY_MS = 86_400_000;
  * `count` session ids of 32 random characters of [a-z0-9] (the shape of a real one; modulo bias is
  * harmless here), packed in one buffer so a million of them cost the garbage collector nothing.
  */
-function rawSessionIds(count: number): Buffer {
+export function rawSessionIds(count: number): Buffer {
   const ids = randomBytes(count * 32);
   for (let j = 0; j < ids.length; j++) ids[j] = ALPHABET.charCodeAt(ids[j]! % 36);
   return ids;
 }
 
-function sessionId(ids: Buffer, i: number): string {
+export function sessionId(ids: Buffer, i: number): string {
   return ids.toString('latin1', i * 32, i * 32 + 32);
 }
 
@@ -48,11 +48,44 @@ export function username(index: number): string {
 }
 
 /** The `groupsPerUser` distinct group ids of user `index` (a fixed stride, so no lookups while seeding). */
-function groupsOf(index: number, plan: SeedPlan): number[] {
+export function groupsOf(index: number, plan: SeedPlan): number[] {
   const ids: number[] = [];
   const stride = Math.floor(plan.groups / plan.groupsPerUser);
   for (let k = 0; k < plan.groupsPerUser; k++) ids.push(((index * 7919 + k * stride) % plan.groups) + 1);
   return ids.sort((a, b) => a - b);
+}
+
+/** Group `id` as the import file of contract §4 has it (every 5th one of type 1). */
+export function groupOf(id: number) {
+  return {
+    id,
+    name: `Group ${String(id).padStart(6, '0')}`,
+    description: `Group number ${id}: a club that meets every week to practise, plan trips and welcome newcomers.`,
+    short_description: `Weekly meetings of group ${id}`,
+    activities: 'Meetings, trips, a yearly tournament',
+    type: id % 5 === 0 ? 1 : 0,
+  } as const;
+}
+
+/** The status of a user's k-th membership: every 4th an administrator (2), else a member (1). */
+export const statusOf = (k: number): 1 | 2 => (k % 4 === 0 ? 2 : 1);
+
+/**
+ * Session i's times: created within the last 7 days, so every one is still live for at least 7
+ * more days (SESSION_MAX_AGE_SECONDS is 14 days).
+ */
+export function sessionTimes(i: number, now: number): { createdAt: number; expiresAt: number } {
+  const createdAt = now - ((i * 104_729) % (7 * DAY_MS));
+  return { createdAt, expiresAt: createdAt + SESSION_MAX_AGE_SECONDS * 1000 };
+}
+
+/** The load file's lines: `<raw id> <group id> …` for the first `plan.loadSessions` sessions. */
+export function loadLines(ids: Buffer, plan: SeedPlan): string {
+  const lines: string[] = [];
+  for (let i = 0; i < plan.loadSessions; i++) {
+    lines.push(`${sessionId(ids, i)} ${groupsOf(i % plan.users, plan).join(' ')}`);
+  }
+  return `${lines.join('\n')}\n`;
 }
 
 /**
@@ -102,15 +135,8 @@ export function seedDatabase(path: string, loadFile: string, plan: SeedPlan): Se
       'INSERT INTO groups (id, name, description, short_description, activities, type) VALUES (?, ?, ?, ?, ?, ?)',
     );
     inBatches(db, plan.groups, (i) => {
-      const id = i + 1;
-      insertGroup.run(
-        id,
-        `Group ${String(id).padStart(6, '0')}`,
-        `Group number ${id}: a club that meets every week to practise, plan trips and welcome newcomers.`,
-        `Weekly meetings of group ${id}`,
-        'Meetings, trips, a yearly tournament',
-        id % 5 === 0 ? 1 : 0,
-      );
+      const g = groupOf(i + 1);
+      insertGroup.run(g.id, g.name, g.description, g.short_description, g.activities, g.type);
     });
 
     const insertMembership = db.prepare(
@@ -119,14 +145,13 @@ export function seedDatabase(path: string, loadFile: string, plan: SeedPlan): Se
     inBatches(db, plan.users, (i) => {
       const name = username(i);
       groupsOf(i, plan).forEach((groupId, k) => {
-        insertMembership.run(name, groupId, k % 4 === 0 ? 2 : 1);
+        insertMembership.run(name, groupId, statusOf(k));
       });
     });
 
-    // Sessions: id i belongs to user i % users, created within the last 7 days, so every one is
-    // still live for at least 7 more days (SESSION_MAX_AGE_SECONDS is 14 days). Inserted in key
-    // order with the secondary indexes dropped and rebuilt after (the same SQL, read back from the
-    // schema): a sorted bulk load instead of a million random B-tree inserts.
+    // Sessions: id i belongs to user i % users (times: sessionTimes). Inserted in key order with
+    // the secondary indexes dropped and rebuilt after (the same SQL, read back from the schema): a
+    // sorted bulk load instead of a million random B-tree inserts.
     const ids = rawSessionIds(plan.sessions);
     const hashes = Buffer.allocUnsafe(plan.sessions * 32);
     for (let i = 0; i < plan.sessions; i++) hashSessionId(sessionId(ids, i)).copy(hashes, i * 32);
@@ -142,26 +167,21 @@ export function seedDatabase(path: string, loadFile: string, plan: SeedPlan): Se
     const insertSession = db.prepare(
       'INSERT INTO sessions (id_hash, username, created_at, expires_at) VALUES (?, ?, ?, ?)',
     );
-    const maxAgeMs = SESSION_MAX_AGE_SECONDS * 1000;
     inBatches(db, plan.sessions, (k) => {
       const i = order[k]!;
-      const createdAt = now - ((i * 104_729) % (7 * DAY_MS));
+      const { createdAt, expiresAt } = sessionTimes(i, now);
       insertSession.run(
         hashes.subarray(i * 32, i * 32 + 32),
         usernames[i % plan.users]!,
         createdAt,
-        createdAt + maxAgeMs,
+        expiresAt,
       );
     });
     transaction(db, () => {
       for (const index of indexes) db.exec(index.sql);
     });
-    const lines: string[] = [];
-    for (let i = 0; i < plan.loadSessions; i++) {
-      lines.push(`${sessionId(ids, i)} ${groupsOf(i % plan.users, plan).join(' ')}`);
-    }
     db.exec('PRAGMA journal_mode = WAL');
-    writeFileSync(loadFile, `${lines.join('\n')}\n`);
+    writeFileSync(loadFile, loadLines(ids, plan));
   } finally {
     stores.db.close();
   }

@@ -1,0 +1,171 @@
+// The wrk cases against one clubhouse process and the 1-process baseline: check with a valid
+// session and without a cookie, the group list and a group's detail, and check with 1 000 sessions
+// seeded against 1 000 000 (the same 1 000-session working set).
+import { type BenchContext, type CaseResult, caseRow, contest } from './case-rows.ts';
+import { medianRound } from './compare.ts';
+import { sanityCheck, wrkLoad } from './measures.ts';
+import { memoryOf } from './procs.ts';
+import { fixed, MIB } from './report.ts';
+import { startClubhouse } from './servers.ts';
+
+/** check with a valid session (10 000 rotating of 1 000 000), then without a cookie. */
+export async function checkCases(context: BenchContext): Promise<CaseResult> {
+  const { baseline, clubhouse, big, log } = context;
+  log('GET /api/auth/check, valid session (rotating 10 000)');
+  const valid = await contest(context, [
+    {
+      label: 'baseline',
+      measure: wrkLoad(baseline, 'check.lua', '/api/auth/check', big.loadFile),
+      pids: [baseline.pid],
+    },
+    {
+      label: 'clubhouse',
+      measure: wrkLoad(clubhouse, 'check.lua', '/api/auth/check', big.loadFile),
+      pids: [clubhouse.pid],
+    },
+  ]);
+  const p99 = medianRound(valid.sides[1]!).p99Ms;
+  log('GET /api/auth/check, no cookie');
+  const anonymous = await contest(context, [
+    {
+      label: 'baseline',
+      measure: wrkLoad(baseline, 'no-cookie.lua', '/api/auth/check', big.loadFile),
+      pids: [baseline.pid],
+    },
+    {
+      label: 'clubhouse',
+      measure: wrkLoad(clubhouse, 'no-cookie.lua', '/api/auth/check', big.loadFile),
+      pids: [clubhouse.pid],
+    },
+  ]);
+  return {
+    rows: [
+      caseRow({
+        name: 'GET /api/auth/check, valid session (1 000 000 sessions, 10 000 rotating)',
+        chartLabel: 'check, valid session',
+        reference: valid.sides[0]!,
+        subject: valid.sides[1]!,
+        peaks: [valid.peaks[0]!, valid.peaks[1]!],
+        minimum: 0.65,
+        verdicts: [{ target: 'p99 ≤ 10 ms', actual: `${fixed(p99, 2)} ms`, pass: p99 <= 10 }],
+      }),
+      caseRow({
+        name: 'GET /api/auth/check, no cookie (403 expected)',
+        chartLabel: 'check, no cookie',
+        reference: anonymous.sides[0]!,
+        subject: anonymous.sides[1]!,
+        peaks: [anonymous.peaks[0]!, anonymous.peaks[1]!],
+        minimum: 0.9,
+        allowNon2xx: true,
+      }),
+    ],
+    memory: [],
+  };
+}
+
+/** The group list (20 groups each) and a group's detail (one of the user's own). */
+export async function groupCases(context: BenchContext, listBytes: number): Promise<CaseResult> {
+  const { baseline, clubhouse, big, log } = context;
+  const rows = [];
+  for (const [name, chartLabel, script, urlPath, minimum] of [
+    [
+      `GET /api/group/ (20 groups, ${fixed(listBytes / 1024, 1)} KiB)`,
+      'group list',
+      'group-list.lua',
+      '/api/group/',
+      0.5,
+    ],
+    ['GET /api/group/{id} (own groups)', 'group detail', 'group-detail.lua', '/api/group/1', 0.55],
+  ] as const) {
+    log(name);
+    const { sides, peaks } = await contest(context, [
+      { label: 'baseline', measure: wrkLoad(baseline, script, urlPath, big.loadFile), pids: [baseline.pid] },
+      {
+        label: 'clubhouse',
+        measure: wrkLoad(clubhouse, script, urlPath, big.loadFile),
+        pids: [clubhouse.pid],
+      },
+    ]);
+    rows.push(
+      caseRow({
+        name,
+        chartLabel,
+        reference: sides[0]!,
+        subject: sides[1]!,
+        peaks: [peaks[0]!, peaks[1]!],
+        minimum,
+      }),
+    );
+  }
+  return { rows, memory: [] };
+}
+
+/**
+ * check on a clubhouse with 1 000 sessions seeded, against the baseline and against the 1 000 000
+ * one loaded over the same number of sessions, in the same rounds.
+ */
+export async function sizeCase(context: BenchContext): Promise<CaseResult> {
+  const { baseline, clubhouse, small, log } = context;
+  log('GET /api/auth/check with 1 000 sessions seeded vs 1 000 000 (the same 1 000-session working set)');
+  const server = context.track(
+    await startClubhouse({
+      label: 'clubhouse (1 000 sessions)',
+      databaseUrl: `sqlite:${small.path}`,
+      dovecot: context.dovecot,
+      dir: context.dir,
+    }),
+  );
+  await sanityCheck(server, small.loadFile);
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const idle = memoryOf(server.pid).rss;
+  const { sides, peaks } = await contest(context, [
+    {
+      label: 'baseline',
+      measure: wrkLoad(baseline, 'check.lua', '/api/auth/check', small.loadFile),
+      pids: [baseline.pid],
+    },
+    {
+      label: '1 000 sessions',
+      measure: wrkLoad(server, 'check.lua', '/api/auth/check', small.loadFile),
+      pids: [server.pid],
+    },
+    {
+      label: '1 000 000 sessions',
+      measure: wrkLoad(clubhouse, 'check.lua', '/api/auth/check', context.big1kLoadFile),
+      pids: [clubhouse.pid],
+    },
+  ]);
+  const [reference, smaller, bigger] = sides as [(typeof sides)[0], (typeof sides)[0], (typeof sides)[0]];
+  const hwm = memoryOf(server.pid).hwm;
+  await context.stop(server);
+  return {
+    rows: [
+      caseRow({
+        name: 'GET /api/auth/check, valid session (1 000 sessions, all rotating)',
+        chartLabel: 'check, 1 000 sessions seeded',
+        reference,
+        subject: smaller,
+        peaks: [peaks[0]!, peaks[1]!],
+        minimum: 0.65,
+      }),
+      caseRow({
+        name: 'GET /api/auth/check, 1 000 000 sessions vs 1 000 (1 000 rotating in both)',
+        chartLabel: 'check, 1 000 000 vs 1 000 sessions',
+        reference: smaller,
+        subject: bigger,
+        peaks: [peaks[1]!, peaks[2]!],
+        minimum: 0.9,
+        notes: ['both rotate over 1 000 sessions, so only the size of the table differs'],
+      }),
+    ],
+    memory: [
+      {
+        name: 'clubhouse, 1 process, 1 000 sessions',
+        idle,
+        peak: hwm,
+        detail: `VmHWM (check load only); ${fixed(peaks[1]! / MIB, 1)} MiB sampled peak VmRSS`,
+        verdict: null,
+      },
+    ],
+  };
+}
