@@ -3,9 +3,12 @@
 // every store (api-postgres.test.ts etc. import it).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { FLUSH_INTERVAL_MS, RECORD_INTERVAL_MS } from '../src/auth/last-seen.ts';
 import { fakeAuthenticator, loginAs, setCookies, startTestApp, type TestApp } from './helpers/app.ts';
+import { describeEachStore, storesOf } from './helpers/stores.ts';
+
+const STORES = storesOf('sqlite', 'postgres', 'redis', 'redis-postgres');
 
 const PASSWORDS = { alice: 'alice-pw', bob: 'bob-pw', carol: 'carol-pw' };
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
@@ -22,10 +25,11 @@ interface View {
   current: boolean;
 }
 
-describe('my sessions (contract §9)', () => {
+describeEachStore(STORES, 'my sessions (contract §9)', (store) => {
   let t: TestApp;
   before(async () => {
     t = await startTestApp({
+      store,
       authenticator: fakeAuthenticator(PASSWORDS),
       env: { TRUST_PROXY: 'true' },
       fixedClock: true,

@@ -39,9 +39,7 @@ function comparable(headers: Answer['headers']): Record<string, unknown> {
   return rest;
 }
 
-describe('the raw check path of /api/auth/check', {
-  skip: (process.env['CLUBHOUSE_TEST_STORE'] ?? 'sqlite') !== 'sqlite',
-}, () => {
+describe('the raw check path of /api/auth/check', () => {
   let t: TestApp;
   let other: TestApp;
   let port: number;

@@ -13,8 +13,9 @@ import { dovecotEnv, fakeAuthenticator, loginAs, startTestApp, type TestApp } fr
 import { spawnManaged } from './helpers/child.ts';
 import { type Dovecot, startDovecot, testUser } from './helpers/dovecot.ts';
 import { freePort } from './helpers/ports.ts';
-import { startPostgres, type TestDatabase, type TestPostgres } from './helpers/postgres.ts';
+import { startPostgres, type TestPostgres } from './helpers/postgres.ts';
 import { startRedis, type TestRedis } from './helpers/redis.ts';
+import { describeEachStore, storesOf } from './helpers/stores.ts';
 
 const UNAVAILABLE = { detail: 'Service temporarily unavailable.' };
 const PASSWORDS = { alice: 'alice-pw', bob: 'bob-pw' };
@@ -44,79 +45,55 @@ async function until(status: number, probe: () => Promise<{ statusCode: number }
   }
 }
 
-describe('two instances sharing the stores', () => {
-  let postgres: TestPostgres;
-  let redis: TestRedis;
+describeEachStore(storesOf('postgres', 'redis-postgres'), 'two instances sharing the stores', (store) => {
+  let a: TestApp;
+  let b: TestApp;
   before(async () => {
-    postgres = await startPostgres();
-    redis = await startRedis();
+    a = await startTestApp({ store, authenticator: fakeAuthenticator(PASSWORDS) });
+    b = await startTestApp({ authenticator: fakeAuthenticator(PASSWORDS), env: a.storeEnv });
   });
   after(async () => {
-    await postgres.stop();
-    await redis.stop();
+    // B first: closing A drops the database they share.
+    await b?.close();
+    await a?.close();
   });
 
-  for (const withRedis of [false, true]) {
-    describe(withRedis ? 'PostgreSQL + Redis sessions' : 'PostgreSQL', () => {
-      let db: TestDatabase;
-      let a: TestApp;
-      let b: TestApp;
-      before(async () => {
-        db = await postgres.createDatabase();
-        const env: Record<string, string> = { DATABASE_URL: db.url };
-        if (withRedis) {
-          env['SESSION_STORE'] = redis.url;
-          env['REDIS_KEY_PREFIX'] = redis.keyPrefix();
-        }
-        [a, b] = await Promise.all([
-          startTestApp({ authenticator: fakeAuthenticator(PASSWORDS), env }),
-          startTestApp({ authenticator: fakeAuthenticator(PASSWORDS), env }),
-        ]);
-      });
-      after(async () => {
-        await a?.close();
-        await b?.close();
-        await db.drop();
-      });
-
-      test('logged in on A, the session works on B; logged out on B, it is dead on A', async () => {
-        const { response, cookie } = await loginAs(a.fastify, 'alice', PASSWORDS.alice);
-        assert.equal(response.statusCode, 200);
-        const onB = await check(b, cookie);
-        assert.equal(onB.statusCode, 200);
-        assert.equal(onB.body, '"alice"');
-        const logout = await b.fastify.inject({
-          method: 'POST',
-          url: '/api/auth/logout',
-          headers: { cookie },
-        });
-        assert.equal(logout.statusCode, 200);
-        const onA = await check(a, cookie);
-        assert.equal(onA.statusCode, 403);
-        assert.equal(onA.body, '""');
-      });
-
-      test('5 failures spread over A and B throttle the username on both', async () => {
-        const apps = [a, b, a, b, a];
-        for (const [i, app] of apps.entries()) {
-          assert.equal((await attempt(app, 'bob', `wrong-${i}`, '198.51.100.7')).statusCode, 403);
-        }
-        for (const app of [b, a]) {
-          const sixth = await attempt(app, 'bob', PASSWORDS.bob, '203.0.113.9');
-          assert.equal(sixth.statusCode, 429);
-          assert.equal(sixth.headers['retry-after'], '900');
-        }
-      });
-
-      test('a user disabled through one instance’s stores is logged out on the other', async () => {
-        const { cookie } = await loginAs(a.fastify, 'alice', PASSWORDS.alice);
-        assert.equal((await check(b, cookie)).statusCode, 200);
-        const { disableUser } = await import('../src/auth/users.ts');
-        assert.deepEqual(await disableUser(b.stores, 'alice'), { revoked: 1 });
-        assert.equal((await check(a, cookie)).statusCode, 403);
-      });
+  test('logged in on A, the session works on B; logged out on B, it is dead on A', async () => {
+    const { response, cookie } = await loginAs(a.fastify, 'alice', PASSWORDS.alice);
+    assert.equal(response.statusCode, 200);
+    const onB = await check(b, cookie);
+    assert.equal(onB.statusCode, 200);
+    assert.equal(onB.body, '"alice"');
+    const logout = await b.fastify.inject({
+      method: 'POST',
+      url: '/api/auth/logout',
+      headers: { cookie },
     });
-  }
+    assert.equal(logout.statusCode, 200);
+    const onA = await check(a, cookie);
+    assert.equal(onA.statusCode, 403);
+    assert.equal(onA.body, '""');
+  });
+
+  test('5 failures spread over A and B throttle the username on both', async () => {
+    const apps = [a, b, a, b, a];
+    for (const [i, app] of apps.entries()) {
+      assert.equal((await attempt(app, 'bob', `wrong-${i}`, '198.51.100.7')).statusCode, 403);
+    }
+    for (const app of [b, a]) {
+      const sixth = await attempt(app, 'bob', PASSWORDS.bob, '203.0.113.9');
+      assert.equal(sixth.statusCode, 429);
+      assert.equal(sixth.headers['retry-after'], '900');
+    }
+  });
+
+  test('a user disabled through one instance’s stores is logged out on the other', async () => {
+    const { cookie } = await loginAs(a.fastify, 'alice', PASSWORDS.alice);
+    assert.equal((await check(b, cookie)).statusCode, 200);
+    const { disableUser } = await import('../src/auth/users.ts');
+    assert.deepEqual(await disableUser(b.stores, 'alice'), { revoked: 1 });
+    assert.equal((await check(a, cookie)).statusCode, 403);
+  });
 });
 
 describe('PostgreSQL stopped mid-run, then started again', () => {
