@@ -3,16 +3,13 @@
 // passes without a restart; WORKERS=2 serves one port from two processes that replace each other.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { dovecotEnv, fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
-import { spawnManaged } from './helpers/child.ts';
+import { request, startCluster } from './helpers/cluster.ts';
 import { type Dovecot, startDovecot, testUser } from './helpers/dovecot.ts';
-import { freePort } from './helpers/ports.ts';
 import { startPostgres, type TestPostgres } from './helpers/postgres.ts';
 import { startRedis, type TestRedis } from './helpers/redis.ts';
 import { describeEachStore, storesOf } from './helpers/stores.ts';
@@ -181,34 +178,6 @@ describe('Redis stopped mid-run, then started again', () => {
   });
 });
 
-/** One HTTP request on a fresh connection, so the cluster's round robin sees every request. */
-function request(
-  port: number,
-  method: string,
-  path: string,
-  options: { cookie?: string; body?: string } = {},
-): Promise<{ status: number; body: string; setCookie: string[] }> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { connection: 'close' };
-    if (options.cookie !== undefined) headers['cookie'] = options.cookie;
-    if (options.body !== undefined) headers['content-type'] = 'application/json';
-    const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          body: Buffer.concat(chunks).toString('utf8'),
-          setCookie: res.headers['set-cookie'] ?? [],
-        }),
-      );
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(options.body);
-  });
-}
-
 describe('WORKERS=2: one port, two processes, replaced when killed, drained on SIGTERM', () => {
   let dovecot: Dovecot;
   let dir: string;
@@ -222,35 +191,12 @@ describe('WORKERS=2: one port, two processes, replaced when killed, drained on S
   });
 
   test('both workers answer, a killed one is replaced, SIGTERM exits 0', async () => {
-    const port = await freePort();
-    const server = spawnManaged(
-      process.execPath,
-      ['--disable-warning=ExperimentalWarning', fileURLToPath(new URL('../src/main.ts', import.meta.url))],
-      {
-        cwd: dir,
-        env: {
-          PATH: process.env['PATH'],
-          WORKERS: '2',
-          HOST: '127.0.0.1',
-          PORT: String(port),
-          DATABASE_URL: `sqlite:${join(dir, 'clubhouse.db')}`,
-          LOG_LEVEL: 'info',
-          SHUTDOWN_GRACE_MS: '5000',
-          ...dovecotEnv(dovecot),
-        },
-      },
-    );
-    // Every log line (the harness keeps only the tail), parsed.
-    const lines: Record<string, unknown>[] = [];
-    let partial = '';
-    server.child.stdout?.on('data', (chunk: Buffer) => {
-      const text = partial + chunk.toString('utf8');
-      const complete = text.split('\n');
-      partial = complete.pop() ?? '';
-      for (const line of complete) if (line.startsWith('{')) lines.push(JSON.parse(line));
+    const cluster = await startCluster({
+      DATABASE_URL: `sqlite:${join(dir, 'clubhouse.db')}`,
+      SHUTDOWN_GRACE_MS: '5000',
+      ...dovecotEnv(dovecot),
     });
-    const servingPids = () =>
-      lines.filter((line) => line['msg'] === 'clubhouse is serving').map((line) => Number(line['pid']));
+    const { port, server, lines, servingPids } = cluster;
     const waitFor = async (what: string, done: () => boolean) => {
       const deadline = Date.now() + RECOVERY_DEADLINE_MS;
       while (!done()) {
@@ -261,8 +207,8 @@ describe('WORKERS=2: one port, two processes, replaced when killed, drained on S
       }
     };
     try {
-      await waitFor('two serving workers', () => servingPids().length === 2);
-      const workers = servingPids();
+      const workers = cluster.workers;
+      assert.equal(workers.length, 2);
       assert.ok(!workers.includes(server.child.pid!), 'the primary does not serve');
 
       // 10 users log in, then 200 checks on fresh connections, all answered rightly.
@@ -273,7 +219,8 @@ describe('WORKERS=2: one port, two processes, replaced when killed, drained on S
           body: JSON.stringify({ username: user.username, password: user.password }),
         });
         assert.equal(login.status, 200, login.body);
-        cookies.set(user.username, login.setCookie.map((c) => c.split(';')[0]).join('; '));
+        const setCookie = login.headers['set-cookie'] ?? [];
+        cookies.set(user.username, setCookie.map((c) => c.split(';')[0]).join('; '));
       }
       const checkAll = async (rounds: number) => {
         for (let i = 0; i < rounds; i++) {
@@ -319,7 +266,7 @@ describe('WORKERS=2: one port, two processes, replaced when killed, drained on S
         assert.throws(() => process.kill(pid, 0), /ESRCH/, `worker ${pid} is gone`);
       }
     } finally {
-      await server.stop('SIGKILL');
+      await cluster.stop();
     }
   });
 });
