@@ -1,6 +1,6 @@
 // Contract §9: a user's own sessions through the API — the list, ending one by its handle, logging
 // out everywhere, the cap of 100, last_seen — with §1 and §7 applied to the three endpoints. Runs on
-// every store (api-postgres.test.ts etc. import it).
+// SQLite, PostgreSQL, and Redis sessions over each.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';

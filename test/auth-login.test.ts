@@ -1,5 +1,5 @@
 // Contract §2, §3: check, login and logout, with a counting fake authenticator (IMAP itself is
-// covered against a real Dovecot in auth-imap.test.ts).
+// covered against a real Dovecot in imap-login.test.ts).
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
 import { hashSessionId } from '../src/auth/sessions.ts';

@@ -16,7 +16,6 @@ const SUITES = [
   'auth-login',
   'imap-login',
   'imap-faults',
-  'faults-imap',
   'imap-hostile',
   'imap-onpath',
   'auth-throttle',

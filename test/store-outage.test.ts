@@ -1,5 +1,7 @@
 // Contract §2: when the session store cannot answer, endpoints that need it say 503 with Retry-After,
 // never 500 and never a silent logged-out state; requests without a session cookie are unaffected.
+// Here the store's own methods fail (on every store) and SQLite is locked by another process; the
+// servers stopped and started: store-outage-restart; faults on the wire: store-outage-proxy.
 import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
