@@ -233,6 +233,20 @@ export function describeEachStore(
   for (const each of stores) describe(`${name} [${each.name}]`, () => body(each));
 }
 
+/**
+ * describeEachStore with the stores side by side (their data is separate), as `name > [store]`: for
+ * a long suite whose time goes waiting on the servers. Nothing in it may depend on timing.
+ */
+export function describeEachStoreAtOnce(
+  stores: readonly TestStore[],
+  name: string,
+  body: (store: TestStore) => void,
+): void {
+  describe(name, { concurrency: true }, () => {
+    for (const each of stores) describe(`[${each.name}]`, () => body(each));
+  });
+}
+
 /** A --test-name-pattern (or --test-skip-pattern) for the describes describeEachStore makes for `stores`. */
 export function storeDescribePattern(stores: readonly TestStore[]): string {
   const names = stores.map((each) => each.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
