@@ -58,7 +58,6 @@ export function dovecotEnv(
 /** A clubhouse app on a fresh database; close() removes everything it made. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const made = await (options.store ?? SQLITE).create();
-  const remove = () => made.drop();
   let stores: Stores | undefined;
   try {
     const env = {
@@ -116,14 +115,14 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       async close() {
         await app.fastify.close();
         await opened.close();
-        await remove();
+        await made.drop();
         dumpOutput(logs.join('\n'));
       },
     };
   } catch (err) {
     // Nothing made for an app that did not start may outlive it (a database, keys, the temp dir).
     await stores?.close();
-    await remove();
+    await made.drop();
     throw err;
   }
 }
