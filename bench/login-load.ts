@@ -10,6 +10,7 @@ import http from 'node:http';
 import tls from 'node:tls';
 import { Client } from 'ldapts';
 import { TEST_USERS } from '../test/helpers/dovecot.ts';
+import { readLines } from '../test/helpers/lines.ts';
 import { PEOPLE_DN } from '../test/helpers/slapd.ts';
 
 export interface LoginLoadResult {
@@ -114,7 +115,6 @@ function imapSession(host: string, port: number, ca: string, user: { username: s
   return new Promise<[number, number]>((resolve, reject) => {
     const started = performance.now();
     let loggedIn = 0;
-    let buffer = '';
     let stage: 'greeting' | 'login' | 'logout' = 'greeting';
     const socket = tls.connect({ host, port, ca, servername: 'localhost' });
     socket.setTimeout(TIMEOUT_MS, () => socket.destroy(new Error('timeout')));
@@ -123,23 +123,19 @@ function imapSession(host: string, port: number, ca: string, user: { username: s
       reject(err);
     };
     socket.on('error', fail);
-    socket.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString('latin1');
-      for (let end = buffer.indexOf('\r\n'); end >= 0; end = buffer.indexOf('\r\n')) {
-        const line = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        if (stage === 'greeting' && line.startsWith('* OK')) {
-          stage = 'login';
-          socket.write(`a LOGIN "${user.username}" "${user.password}"\r\n`);
-        } else if (stage === 'login' && line.startsWith('a ')) {
-          if (!line.startsWith('a OK')) return fail(new Error(line.slice(0, 60)));
-          loggedIn = performance.now();
-          stage = 'logout';
-          socket.write('b LOGOUT\r\n');
-        } else if (stage === 'logout' && line.startsWith('b ')) {
-          socket.end();
-          resolve([performance.now() - started, loggedIn - started]);
-        }
+    // Greeting, LOGIN and LOGOUT answers are lines without literals: node's readline.
+    readLines(socket, (line) => {
+      if (stage === 'greeting' && line.startsWith('* OK')) {
+        stage = 'login';
+        socket.write(`a LOGIN "${user.username}" "${user.password}"\r\n`);
+      } else if (stage === 'login' && line.startsWith('a ')) {
+        if (!line.startsWith('a OK')) return fail(new Error(line.slice(0, 60)));
+        loggedIn = performance.now();
+        stage = 'logout';
+        socket.write('b LOGOUT\r\n');
+      } else if (stage === 'logout' && line.startsWith('b ')) {
+        socket.end();
+        resolve([performance.now() - started, loggedIn - started]);
       }
     });
     socket.on('close', () => reject(new Error(`closed during ${stage}`)));

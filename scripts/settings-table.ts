@@ -1,5 +1,5 @@
 // Rewrites the README's settings table from src/config/settings.ts (`npm run docs:settings`). The test
-// `config.test.ts` fails when the README and the table differ, so run this after changing a setting.
+// `ops-config.test.ts` fails when the README and the table differ, so run this after changing a setting.
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { settingsTableMarkdown } from '../src/config/settings.ts';

@@ -3,6 +3,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type CsrfRequest, checkCsrf } from '../src/auth/csrf.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
+import { describeEachStore, storesOf } from './helpers/stores.ts';
+
+const STORES = storesOf('sqlite', 'postgres', 'redis', 'pgbouncer');
 
 const TRUSTED = ['https://portal.example.org'];
 const ORIGIN_FAILED = { detail: 'CSRF Failed: Origin checking failed.' };
@@ -56,12 +59,12 @@ describe('checkCsrf (the Go 1.25 CrossOriginProtection order)', () => {
   }
 });
 
-describe('CSRF on the unsafe endpoints', () => {
+describeEachStore(STORES, 'CSRF on the unsafe endpoints', (store) => {
   let t: TestApp;
   let fake: ReturnType<typeof fakeAuthenticator>;
   before(async () => {
     fake = fakeAuthenticator({ alice: 'pw' });
-    t = await startTestApp({ authenticator: fake, env: { TRUSTED_ORIGINS: TRUSTED.join(',') } });
+    t = await startTestApp({ store, authenticator: fake, env: { TRUSTED_ORIGINS: TRUSTED.join(',') } });
   });
   after(() => t.close());
 

@@ -1,26 +1,22 @@
 // Contract §2, §3: check, login and logout, with a counting fake authenticator (IMAP itself is
-// covered against a real Dovecot in auth-imap.test.ts).
+// covered against a real Dovecot in imap-login.test.ts).
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { after, before, beforeEach, test } from 'node:test';
 import { hashSessionId } from '../src/auth/sessions.ts';
-import {
-  fakeAuthenticator,
-  loginAs,
-  setCookies,
-  startTestApp,
-  type TestApp,
-  unlessSqlite,
-} from './helpers/app.ts';
+import { fakeAuthenticator, loginAs, setCookies, startTestApp, type TestApp } from './helpers/app.ts';
+import { describeEachStore, storesOf } from './helpers/stores.ts';
+
+const STORES = storesOf('sqlite', 'postgres', 'redis', 'redis-postgres', 'pgbouncer');
 
 const PASSWORDS = { alice: 'alice-pw', bob: 'bob-pw', ünïcode: 'pw', 'Mixed.Case': 'pw' };
 const json = { 'content-type': 'application/json' };
 
-describe('login, check, logout', () => {
+describeEachStore(STORES, 'login, check, logout', (store) => {
   let t: TestApp;
   let fake: ReturnType<typeof fakeAuthenticator>;
   before(async () => {
     fake = fakeAuthenticator(PASSWORDS);
-    t = await startTestApp({ authenticator: fake });
+    t = await startTestApp({ store, authenticator: fake });
   });
   after(() => t.close());
   beforeEach(async () => {
@@ -73,19 +69,20 @@ describe('login, check, logout', () => {
     assert.ok(Math.abs(csrfExpires - (before + 31_449_600_000)) < 5000);
   });
 
-  test('the session store keeps only the SHA-256 of the id', {
-    skip: unlessSqlite('reads the sessions table'),
-  }, async () => {
-    const { sessionid } = await loginAs(t.fastify, 'alice', 'alice-pw');
-    const db = (t.stores as unknown as { db: import('node:sqlite').DatabaseSync }).db;
-    const rows = db.prepare('SELECT id_hash FROM sessions').all();
-    const stored = rows.map((row) => Buffer.from(row['id_hash'] as Uint8Array).toString('hex'));
-    assert.ok(stored.includes(hashSessionId(sessionid).toString('hex')));
-    const dump = JSON.stringify(db.prepare('SELECT * FROM sessions').all(), (_k, v) =>
-      v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v,
-    );
-    assert.ok(!dump.includes(sessionid), 'the raw id is nowhere in the table');
-  });
+  // SQLite only: it reads the table itself (store-contract.test.ts proves the same of every store).
+  if (store.kind === 'sqlite') {
+    test('the session store keeps only the SHA-256 of the id', async () => {
+      const { sessionid } = await loginAs(t.fastify, 'alice', 'alice-pw');
+      const db = (t.stores as unknown as { db: import('node:sqlite').DatabaseSync }).db;
+      const rows = db.prepare('SELECT id_hash FROM sessions').all();
+      const stored = rows.map((row) => Buffer.from(row['id_hash'] as Uint8Array).toString('hex'));
+      assert.ok(stored.includes(hashSessionId(sessionid).toString('hex')));
+      const dump = JSON.stringify(db.prepare('SELECT * FROM sessions').all(), (_k, v) =>
+        v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v,
+      );
+      assert.ok(!dump.includes(sessionid), 'the raw id is nowhere in the table');
+    });
+  }
 
   test('check with the session answers 200 and the username; logout ends it everywhere', async () => {
     const { cookie } = await loginAs(t.fastify, 'alice', 'alice-pw');
@@ -359,9 +356,10 @@ describe('login, check, logout', () => {
   });
 });
 
-describe('Secure cookies', () => {
+describeEachStore(STORES, 'Secure cookies', (store) => {
   test('COOKIE_SECURE=true adds Secure to both cookies and to the cleared one', async () => {
     const t = await startTestApp({
+      store,
       authenticator: fakeAuthenticator(PASSWORDS),
       env: { COOKIE_SECURE: 'true' },
     });
@@ -376,8 +374,12 @@ describe('Secure cookies', () => {
   });
 
   test('TLS reported by a trusted proxy makes cookies Secure; from an untrusted peer it does not', async () => {
-    const t = await startTestApp({ authenticator: fakeAuthenticator(PASSWORDS), env: { TRUST_PROXY: '1' } });
-    const u = await startTestApp({ authenticator: fakeAuthenticator(PASSWORDS) });
+    const t = await startTestApp({
+      store,
+      authenticator: fakeAuthenticator(PASSWORDS),
+      env: { TRUST_PROXY: '1' },
+    });
+    const u = await startTestApp({ store, authenticator: fakeAuthenticator(PASSWORDS) });
     try {
       const proxied = await loginAs(t.fastify, 'alice', 'alice-pw', { 'x-forwarded-proto': 'https' });
       for (const { raw } of setCookies(proxied.response).values()) assert.ok(raw.includes('; Secure'), raw);
@@ -390,10 +392,10 @@ describe('Secure cookies', () => {
   });
 });
 
-describe('ALLOW_NEW_USERS=false', () => {
+describeEachStore(STORES, 'ALLOW_NEW_USERS=false', (store) => {
   test('admits only users that already exist', async () => {
     const fake = fakeAuthenticator(PASSWORDS);
-    const t = await startTestApp({ authenticator: fake, env: { ALLOW_NEW_USERS: 'false' } });
+    const t = await startTestApp({ store, authenticator: fake, env: { ALLOW_NEW_USERS: 'false' } });
     try {
       const stranger = await loginAs(t.fastify, 'alice', 'alice-pw');
       assert.equal(stranger.response.statusCode, 403);
@@ -411,9 +413,10 @@ describe('ALLOW_NEW_USERS=false', () => {
   });
 });
 
-describe('USERNAME_CASE=preserve', () => {
+describeEachStore(STORES, 'USERNAME_CASE=preserve', (store) => {
   test('keeps the case as sent', async () => {
     const t = await startTestApp({
+      store,
       authenticator: fakeAuthenticator(PASSWORDS),
       env: { USERNAME_CASE: 'preserve' },
     });

@@ -10,6 +10,7 @@ import tls from 'node:tls';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { type Dovecot, startDovecot, TEST_USERS, testUser } from './helpers/dovecot.ts';
+import { CrlfBuffer } from './helpers/lines.ts';
 import { canConnect } from './helpers/ports.ts';
 import { startPostgres } from './helpers/postgres.ts';
 import { startRedis } from './helpers/redis.ts';
@@ -38,7 +39,7 @@ interface ImapSession {
 
 /** Reads CRLF-terminated lines from a socket; detach() hands the socket over (STARTTLS). */
 function lineReader(socket: net.Socket) {
-  let buffered = '';
+  const received = new CrlfBuffer();
   const lines: string[] = [];
   let waiter: ((line: string | Error) => void) | undefined;
   const deliver = (): void => {
@@ -49,11 +50,8 @@ function lineReader(socket: net.Socket) {
     }
   };
   const onData = (chunk: Buffer): void => {
-    buffered += chunk.toString('utf8');
-    for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
-      lines.push(buffered.slice(0, end));
-      buffered = buffered.slice(end + 2);
-    }
+    received.push(chunk);
+    for (let line = received.line(); line !== null; line = received.line()) lines.push(line.toString('utf8'));
     deliver();
   };
   const onEnd = (): void => waiter?.(new Error('connection closed'));
@@ -73,7 +71,11 @@ function lineReader(socket: net.Socket) {
       });
     },
     detach(): void {
-      assert.equal(buffered + lines.join(''), '', 'no data may follow the STARTTLS reply');
+      assert.equal(
+        received.rest().toString('utf8') + lines.join(''),
+        '',
+        'no data may follow the STARTTLS reply',
+      );
       socket.off('data', onData);
       socket.off('close', onEnd);
     },

@@ -1,13 +1,7 @@
-// Builds a clubhouse instance for a test: its own database, captured logs, an injectable clock,
-// and either the real IMAP authenticator (against the harness Dovecot) or a counting fake.
-// CLUBHOUSE_TEST_STORE picks the stores (api-postgres.test.ts and api-redis.test.ts set it, then
-// import the API suites): sqlite (default, a fresh file), postgres (a fresh database on the
-// harness PostgreSQL), redis (sessions in Redis under a fresh key prefix, the rest in SQLite) or
-// redis-postgres (both), or pgbouncer (a fresh database reached through PgBouncer in transaction
-// mode, as the README's scale-out recipe runs it).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// Builds a clubhouse instance for a test: its own stores, captured logs, an injectable clock,
+// and either the real IMAP authenticator (against the harness Dovecot) or a counting fake. The
+// stores are a fresh SQLite file unless the test names another store (helpers/stores.ts: a suite
+// runs on several with describeEachStore and hands each to startTestApp).
 import { Writable } from 'node:stream';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import {
@@ -22,79 +16,23 @@ import { createLogger } from '../../src/logger.ts';
 import { openStores } from '../../src/store/open.ts';
 import type { Stores } from '../../src/store/types.ts';
 import type { Dovecot } from './dovecot.ts';
-import { startPgBouncer } from './pgbouncer.ts';
-import { startPostgres, type TestPostgres } from './postgres.ts';
-import { startRedis } from './redis.ts';
 import { dumpOutput, recordSecrets } from './secrets.ts';
-
-export type TestStoreKind = 'sqlite' | 'postgres' | 'redis' | 'redis-postgres' | 'pgbouncer';
-const KINDS: readonly TestStoreKind[] = ['sqlite', 'postgres', 'redis', 'redis-postgres', 'pgbouncer'];
-
-/** The stores startTestApp uses in this process (read when called: importers set it first). */
-export function testStore(): TestStoreKind {
-  const kind = process.env['CLUBHOUSE_TEST_STORE'] ?? 'sqlite';
-  const found = KINDS.find((candidate) => candidate === kind);
-  if (found === undefined) throw new Error(`CLUBHOUSE_TEST_STORE must be one of ${KINDS.join(', ')}`);
-  return found;
-}
-
-/** A reason to skip a test that reads SQLite's tables directly, or false on SQLite. */
-export function unlessSqlite(what: string): string | false {
-  const kind = testStore();
-  return kind === 'sqlite' ? false : `${what}: SQLite only (this run: CLUBHOUSE_TEST_STORE=${kind})`;
-}
-
-// One PostgreSQL handle per process: a private server (when none answers on 5432) starts once.
-let postgres: Promise<TestPostgres> | undefined;
-let pgbouncer: Promise<TestPostgres> | undefined;
-
-/** Settings (and their clean-up) for the stores of `testStore()`; `dir` holds a SQLite file. */
-async function storeEnvironment(
-  dir: string,
-): Promise<{ env: Record<string, string>; drop: () => Promise<void> }> {
-  const kind = testStore();
-  const env: Record<string, string> = { DATABASE_URL: `sqlite:${join(dir, 'clubhouse.db')}` };
-  const drops: (() => Promise<void>)[] = [];
-  if (kind === 'postgres' || kind === 'redis-postgres') {
-    postgres ??= startPostgres();
-    const database = await (await postgres).createDatabase();
-    env['DATABASE_URL'] = database.url;
-    drops.push(() => database.drop());
-  }
-  if (kind === 'pgbouncer') {
-    pgbouncer ??= startPostgres().then(startPgBouncer);
-    const database = await (await pgbouncer).createDatabase();
-    env['DATABASE_URL'] = database.url;
-    env['DATABASE_TRANSACTION_POOLER'] = 'true';
-    drops.push(() => database.drop());
-  }
-  if (kind === 'redis' || kind === 'redis-postgres') {
-    const redis = await startRedis();
-    env['SESSION_STORE'] = redis.url;
-    env['REDIS_KEY_PREFIX'] = redis.keyPrefix();
-    drops.push(() => redis.stop());
-  }
-  return {
-    env,
-    drop: async () => {
-      for (const drop of drops) await drop();
-    },
-  };
-}
+import { SQLITE, type TestStore } from './stores.ts';
 
 export interface TestApp extends App {
   readonly config: Config;
   readonly stores: Stores;
   readonly logs: string[];
   readonly clock: { now: number; advance(ms: number): void };
-  readonly dir: string;
   /** The store settings of this app, for a CLI run or a second instance on the same stores. */
   readonly storeEnv: Readonly<Record<string, string>>;
   close(): Promise<void>;
 }
 
 export interface TestAppOptions {
-  /** Settings as environment variables; DATABASE_URL defaults to a fresh SQLite file. */
+  /** The stores to run on (a fresh database of this kind); default SQLite. */
+  readonly store?: TestStore;
+  /** Settings as environment variables; they win over the store's (a second app on the same data). */
   readonly env?: Record<string, string>;
   /** Use the real IMAP authenticator against this Dovecot (plain port on loopback unless env says else). */
   readonly dovecot?: Dovecot;
@@ -119,15 +57,7 @@ export function dovecotEnv(
 
 /** A clubhouse app on a fresh database; close() removes everything it made. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const dir = mkdtempSync(join(tmpdir(), 'clubhouse-test-'));
-  const made = await storeEnvironment(dir).catch((err: unknown) => {
-    rmSync(dir, { recursive: true, force: true });
-    throw err;
-  });
-  const remove = async () => {
-    await made.drop();
-    rmSync(dir, { recursive: true, force: true });
-  };
+  const made = await (options.store ?? SQLITE).create();
   let stores: Stores | undefined;
   try {
     const env = {
@@ -183,19 +113,18 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       stores: opened,
       logs,
       clock,
-      dir,
       storeEnv,
       async close() {
         await app.fastify.close();
         await opened.close();
-        await remove();
+        await made.drop();
         dumpOutput(logs.join('\n'));
       },
     };
   } catch (err) {
     // Nothing made for an app that did not start may outlive it (a database, keys, the temp dir).
     await stores?.close();
-    await remove();
+    await made.drop();
     throw err;
   }
 }

@@ -1,20 +1,27 @@
 // Runs clubhouse as a real node:cluster (`WORKERS=N node src/main.ts`) for tests: resolves once all N
-// workers serve, and sends requests on fresh connections so the cluster's round robin sees each one.
+// workers serve, keeps every log line it prints, and sends requests on fresh connections so the
+// cluster's round robin sees each one.
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { spawnManaged } from './child.ts';
+import { type ManagedChild, spawnManaged } from './child.ts';
 import { freePort } from './ports.ts';
 
 const START_DEADLINE_MS = 60_000;
 
 export interface TestCluster {
   readonly port: number;
-  /** Pids of the workers serving now. */
+  /** Pids of the workers serving once it started. */
   readonly workers: readonly number[];
+  /** The primary's process (signals, exit code). */
+  readonly server: ManagedChild;
+  /** Every JSON log line the primary and its workers printed so far, parsed. */
+  readonly lines: readonly Record<string, unknown>[];
+  /** Pids that said they serve, in order: replacements of killed workers too. */
+  servingPids(): number[];
   output(): string;
   /** SIGTERM, then SIGKILL after a grace; removes the working directory. */
   stop(): Promise<void>;
@@ -36,28 +43,30 @@ export async function startCluster(env: Record<string, string>, workers = 2): Pr
         PORT: String(port),
         WORKERS: String(workers),
         LOG_LEVEL: 'info',
+        // Every request's line (off by default): tests see which worker answered.
+        ACCESS_LOG: 'true',
         SHUTDOWN_GRACE_MS: '2000',
         ...env,
       },
     },
   );
-  const serving = new Set<number>();
+  // Every log line (the harness keeps only the tail of the output), parsed.
+  const lines: Record<string, unknown>[] = [];
   let partial = '';
   server.child.stdout?.on('data', (chunk: Buffer) => {
     const text = partial + chunk.toString('utf8');
-    const lines = text.split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) {
-      if (!line.includes('"msg":"clubhouse is serving"')) continue;
-      serving.add(Number((JSON.parse(line) as { pid: number }).pid));
-    }
+    const complete = text.split('\n');
+    partial = complete.pop() ?? '';
+    for (const line of complete) if (line.startsWith('{')) lines.push(JSON.parse(line));
   });
+  const servingPids = () =>
+    lines.filter((line) => line['msg'] === 'clubhouse is serving').map((line) => Number(line['pid']));
   const stop = async () => {
     await server.stop('SIGTERM', 5000);
     rmSync(dir, { recursive: true, force: true });
   };
   const deadline = Date.now() + START_DEADLINE_MS;
-  while (serving.size < workers) {
+  while (servingPids().length < workers) {
     if (!server.running() || Date.now() > deadline) {
       const output = server.running() ? server.output() : await server.finalOutput();
       await stop();
@@ -65,7 +74,7 @@ export async function startCluster(env: Record<string, string>, workers = 2): Pr
     }
     await sleep(50);
   }
-  return { port, workers: [...serving], output: () => server.output(), stop };
+  return { port, workers: servingPids(), server, lines, servingPids, output: () => server.output(), stop };
 }
 
 export interface Answer {
@@ -74,32 +83,35 @@ export interface Answer {
   readonly body: string;
 }
 
+/** One request on a fresh connection (`Connection: close`), so the round robin sees every one. */
+export function request(
+  port: number,
+  method: string,
+  path: string,
+  options: { cookie?: string; body?: string } = {},
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { connection: 'close' };
+    if (options.cookie !== undefined) headers['cookie'] = options.cookie;
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () =>
+        resolve({
+          status: response.statusCode ?? 0,
+          headers: response.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
+      response.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
 /** POST /api/auth/login on a fresh connection. */
 export function postLogin(port: number, username: string, password: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        method: 'POST',
-        path: '/api/auth/login',
-        headers: { connection: 'close', 'content-type': 'application/json' },
-        agent: false,
-      },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () =>
-          resolve({
-            status: response.statusCode ?? 0,
-            headers: response.headers,
-            body: Buffer.concat(chunks).toString('utf8'),
-          }),
-        );
-        response.on('error', reject);
-      },
-    );
-    request.on('error', reject);
-    request.end(JSON.stringify({ username, password }));
-  });
+  return request(port, 'POST', '/api/auth/login', { body: JSON.stringify({ username, password }) });
 }

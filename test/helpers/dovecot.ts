@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureDebianPackage } from './apt.ts';
 import { makeTestCertificates } from './certs.ts';
 import { lookupSystemUser, type ManagedChild, removeNow, removeOnExit, spawnManaged } from './child.ts';
+import { readLines } from './lines.ts';
 import { freePorts } from './ports.ts';
 
 const DOVECOT_BIN = '/usr/sbin/dovecot';
@@ -281,17 +282,12 @@ async function waitForGreeting(port: number, server: ManagedChild, logFile: stri
 function readGreeting(port: number): Promise<string | undefined> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });
-    let data = '';
     const done = (line: string | undefined): void => {
       socket.destroy();
       resolve(line);
     };
     socket.setTimeout(2000, () => done(undefined));
-    socket.on('data', (chunk: Buffer) => {
-      data += chunk.toString('utf8');
-      const end = data.indexOf('\r\n');
-      if (end >= 0) done(data.slice(0, end));
-    });
+    readLines(socket, done);
     socket.once('error', () => done(undefined));
     socket.once('close', () => done(undefined));
   });

@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
+import { readLines } from './lines.ts';
 import { socketTracker } from './socket-tracker.ts';
 
 export type FakeMode =
@@ -34,46 +35,40 @@ export interface FakeImap {
 const CAPABILITIES = 'IMAP4rev1 ID AUTH=PLAIN';
 
 function script(socket: Socket, mode: FakeMode, received: string[]): void {
-  let buffer = '';
   let awaitingSasl: string | null = null;
-  socket.on('data', (chunk: Buffer) => {
-    const text = chunk.toString('utf8');
-    received.push(text);
-    buffer += text;
-    let index = buffer.indexOf('\r\n');
-    while (index >= 0) {
-      const line = buffer.slice(0, index);
-      buffer = buffer.slice(index + 2);
-      index = buffer.indexOf('\r\n');
-      if (awaitingSasl !== null) {
-        socket.write(`${awaitingSasl} NO [AUTHENTICATIONFAILED] Authentication failed.\r\n`);
-        awaitingSasl = null;
-        continue;
+  socket.on('data', (chunk: Buffer) => received.push(chunk.toString('utf8')));
+  // Lines only, no literals (the fakes offer AUTH=PLAIN): node's readline (helpers/lines.ts).
+  readLines(socket, (line) => {
+    // A reset ends the conversation: lines that came with it are not answered.
+    if (socket.destroyed) return;
+    if (awaitingSasl !== null) {
+      socket.write(`${awaitingSasl} NO [AUTHENTICATIONFAILED] Authentication failed.\r\n`);
+      awaitingSasl = null;
+      return;
+    }
+    const [tag = '*', verb = ''] = line.split(' ');
+    const upper = verb.toUpperCase();
+    if (upper === 'CAPABILITY') {
+      socket.write(
+        `* CAPABILITY ${mode === 'no-starttls' ? 'IMAP4rev1 AUTH=PLAIN' : CAPABILITIES}\r\n${tag} OK done\r\n`,
+      );
+    } else if (upper === 'ID') {
+      socket.write(`* ID NIL\r\n${tag} OK done\r\n`);
+    } else if (upper === 'AUTHENTICATE' || upper === 'LOGIN') {
+      if (mode === 'reset-on-auth') {
+        socket.resetAndDestroy();
+        return;
       }
-      const [tag = '*', verb = ''] = line.split(' ');
-      const upper = verb.toUpperCase();
-      if (upper === 'CAPABILITY') {
-        socket.write(
-          `* CAPABILITY ${mode === 'no-starttls' ? 'IMAP4rev1 AUTH=PLAIN' : CAPABILITIES}\r\n${tag} OK done\r\n`,
-        );
-      } else if (upper === 'ID') {
-        socket.write(`* ID NIL\r\n${tag} OK done\r\n`);
-      } else if (upper === 'AUTHENTICATE' || upper === 'LOGIN') {
-        if (mode === 'reset-on-auth') {
-          socket.resetAndDestroy();
-          return;
-        }
-        if (upper === 'AUTHENTICATE' && line.split(' ').length === 3) {
-          awaitingSasl = tag;
-          socket.write('+ \r\n');
-        } else {
-          socket.write(`${tag} NO [AUTHENTICATIONFAILED] Authentication failed.\r\n`);
-        }
-      } else if (upper === 'LOGOUT') {
-        socket.end(`* BYE bye\r\n${tag} OK done\r\n`);
+      if (upper === 'AUTHENTICATE' && line.split(' ').length === 3) {
+        awaitingSasl = tag;
+        socket.write('+ \r\n');
       } else {
-        socket.write(`${tag} BAD unknown\r\n`);
+        socket.write(`${tag} NO [AUTHENTICATIONFAILED] Authentication failed.\r\n`);
       }
+    } else if (upper === 'LOGOUT') {
+      socket.end(`* BYE bye\r\n${tag} OK done\r\n`);
+    } else {
+      socket.write(`${tag} BAD unknown\r\n`);
     }
   });
 }

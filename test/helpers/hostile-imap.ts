@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
+import { CrlfBuffer } from './lines.ts';
 import { socketTracker } from './socket-tracker.ts';
 
 export type Trick =
@@ -130,7 +131,8 @@ export async function startHostileImap(options: HostileOptions = {}): Promise<Ho
   const serve = (raw: Socket, implicit: boolean): void => {
     let stream: Socket = raw;
     let secure = implicit;
-    let buffer = Buffer.alloc(0);
+    // Byte-exact (helpers/lines.ts): literals are counted in bytes, and STARTTLS drops what is left.
+    const lines = new CrlfBuffer();
     let pending: Buffer[] = [];
     let literal = 0;
     let sasl: string | null = null;
@@ -192,7 +194,7 @@ export async function startHostileImap(options: HostileOptions = {}): Promise<Ho
         stream = new TLSSocket(raw, { isServer: true, secureContext: context });
         stream.on('error', () => undefined);
         secure = true;
-        buffer = Buffer.alloc(0);
+        lines.rest();
         stream.on('data', onData);
       } else if (verb === 'ID') {
         send(`* ID NIL\r\n${tagOf(tag)} OK done\r\n`);
@@ -221,19 +223,17 @@ export async function startHostileImap(options: HostileOptions = {}): Promise<Ho
     function onData(chunk: Buffer): void {
       chunks.push(chunk);
       if (deaf) return;
-      buffer = Buffer.concat([buffer, chunk]);
+      lines.push(chunk);
       for (;;) {
         if (literal > 0) {
-          if (buffer.length < literal) return;
-          pending.push(buffer.subarray(0, literal));
-          buffer = buffer.subarray(literal);
+          const bytes = lines.take(literal);
+          if (bytes === null) return;
+          pending.push(bytes);
           literal = 0;
           continue;
         }
-        const end = buffer.indexOf('\r\n');
-        if (end < 0) return;
-        const line = buffer.subarray(0, end);
-        buffer = buffer.subarray(end + 2);
+        const line = lines.line();
+        if (line === null) return;
         const marker = /\{([0-9]+)(\+?)\}$/.exec(line.toString('latin1'));
         if (marker !== null) {
           pending.push(line, Buffer.from('\r\n'));

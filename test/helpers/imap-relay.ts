@@ -4,6 +4,7 @@
 // the certificate the client sees is the real server's and verifies.
 import { once } from 'node:events';
 import net from 'node:net';
+import { CrlfBuffer } from './lines.ts';
 
 export interface RelayOptions {
   /** The line (without CRLF) sent to the client in place of the server's greeting. */
@@ -43,16 +44,16 @@ export async function startImapRelay(targetPort: number, options: RelayOptions =
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
     let greeted = options.greeting === undefined;
-    let buffered = '';
+    // The greeting line is replaced; whatever came behind it is relayed as it came.
+    const greeting = new CrlfBuffer();
     upstream.on('data', (chunk: Buffer) => {
       if (!greeted) {
-        buffered += chunk.toString('latin1');
-        const end = buffered.indexOf('\r\n');
-        if (end < 0) return;
+        greeting.push(chunk);
+        if (greeting.line() === null) return;
         greeted = true;
         client.write(`${options.greeting}\r\n`);
-        const rest = buffered.slice(end + 2);
-        if (rest !== '') client.write(Buffer.from(rest, 'latin1'));
+        const rest = greeting.rest();
+        if (rest.length > 0) client.write(rest);
         return;
       }
       // A TLS record starts with 0x14-0x17; anything else is still the plaintext phase.

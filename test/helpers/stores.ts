@@ -1,32 +1,47 @@
-// The store combinations the contract suite runs against: SQLite, PostgreSQL, and Redis sessions
-// over each. Every backend can be opened again on the same data (secretKey across opens), emptied
-// between tests, dumped raw (to prove what is and is not stored), and removed afterwards.
+// The one way a suite runs on several stores: STORES lists every store combination the service
+// can be given (SQLite, PostgreSQL, PostgreSQL through PgBouncer, and Redis sessions over each),
+// and a suite says which it runs on with describeEachStore(stores, name, (store) => …). Each
+// combination makes a fresh, empty database (and key prefix) on the harness servers, gives its
+// settings as environment variables (what startTestApp, a CLI run or a cluster takes), opens it,
+// empties it between tests, dumps it raw (to prove what is and is not stored) and drops it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
+import { describe } from 'node:test';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
-import { openStores, type StoreSettings } from '../../src/store/open.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { openStores } from '../../src/store/open.ts';
 import type { Stores } from '../../src/store/types.ts';
-import type { TestPostgres } from './postgres.ts';
-import type { TestRedis } from './redis.ts';
+import { startPgBouncer } from './pgbouncer.ts';
+import { startPostgres, type TestPostgres } from './postgres.ts';
+import { startRedis } from './redis.ts';
 
-export interface StoreBackend {
+export type StoreKind = 'sqlite' | 'postgres' | 'redis' | 'redis-postgres' | 'pgbouncer' | 'redis-pgbouncer';
+
+export interface TestStore {
+  readonly kind: StoreKind;
+  /** The name the test output shows, e.g. `Redis sessions over PostgreSQL`. */
   readonly name: string;
-  /** Makes the database (and key prefix); call once before open(). */
-  setup(): Promise<void>;
-  /** Opens the stores; every call opens the same data. */
+  /** A fresh, empty database (and key prefix) of this kind on the harness servers. */
+  create(): Promise<StoreData>;
+}
+
+export interface StoreData {
+  /** The settings that reach it: DATABASE_URL, and SESSION_STORE, REDIS_KEY_PREFIX, … as needed. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Opens the stores (migrated); every call opens the same data. */
   open(): Promise<Stores>;
   /** Deletes every row and key the stores hold, except the secret key. */
   reset(stores: Stores): Promise<void>;
   /** Everything the session and throttle stores keep, as text (ids and hashes as hex). */
   dump(stores: Stores): Promise<string>;
   /** Drops the database and the keys. */
-  cleanup(): Promise<void>;
+  drop(): Promise<void>;
 }
 
-const SQLITE_TABLES = [
+const SQL_TABLES = [
   'sessions',
   'throttle_failures',
   'throttle_pending',
@@ -92,111 +107,148 @@ async function dumpRedis(client: Redis, prefix: string): Promise<string> {
   return JSON.stringify(out);
 }
 
+/** The database part: a SQLite file or a PostgreSQL database, with its own reset and dump. */
 interface Database {
-  readonly settings: Pick<StoreSettings, 'databaseUrl'>;
-  setup(): Promise<void>;
+  readonly env: Record<string, string>;
   reset(stores: Stores): Promise<void>;
   dump(stores: Stores): Promise<string>;
-  cleanup(): Promise<void>;
+  drop(): Promise<void>;
 }
 
-function sqliteDatabase(): Database {
-  let dir = '';
-  const settings = { databaseUrl: '' };
+async function sqliteDatabase(): Promise<Database> {
+  const dir = mkdtempSync(join(tmpdir(), 'clubhouse-store-'));
   return {
-    settings,
-    async setup() {
-      dir = mkdtempSync(join(tmpdir(), 'clubhouse-contract-'));
-      settings.databaseUrl = `sqlite:${join(dir, 'contract.db')}`;
-    },
+    env: { DATABASE_URL: `sqlite:${join(dir, 'clubhouse.db')}` },
     async reset(stores) {
       const db = sqliteDb(stores);
-      for (const table of SQLITE_TABLES) db.exec(`DELETE FROM ${table}`);
+      for (const table of SQL_TABLES) db.exec(`DELETE FROM ${table}`);
     },
     async dump(stores) {
       const db = sqliteDb(stores);
       return rowsJson(DUMPED_TABLES.map((table) => db.prepare(`SELECT * FROM ${table}`).all()));
     },
-    async cleanup() {
-      if (dir !== '') rmSync(dir, { recursive: true, force: true });
-    },
+    drop: async () => rmSync(dir, { recursive: true, force: true }),
   };
 }
 
-function postgresDatabase(server: TestPostgres): Database {
-  let drop: () => Promise<void> = async () => {};
-  const settings = { databaseUrl: '' };
+async function postgresDatabase(server: TestPostgres, pooler: boolean): Promise<Database> {
+  const database = await server.createDatabase();
+  const env: Record<string, string> = { DATABASE_URL: database.url };
+  if (pooler) env['DATABASE_TRANSACTION_POOLER'] = 'true';
   return {
-    settings,
-    async setup() {
-      const database = await server.createDatabase();
-      settings.databaseUrl = database.url;
-      drop = database.drop;
-    },
+    env,
     async reset(stores) {
-      await pgPool(stores).query(`TRUNCATE ${SQLITE_TABLES.join(', ')}`);
+      await pgPool(stores).query(`TRUNCATE ${SQL_TABLES.join(', ')}`);
     },
     async dump(stores) {
       const pool = pgPool(stores);
       const tables = [];
-      for (const table of DUMPED_TABLES) {
-        tables.push((await pool.query(`SELECT * FROM ${table}`)).rows);
-      }
+      for (const table of DUMPED_TABLES) tables.push((await pool.query(`SELECT * FROM ${table}`)).rows);
       return rowsJson(tables);
     },
-    cleanup: () => drop(),
+    drop: () => database.drop(),
   };
 }
 
-function backend(
+// One handle per test process: the machine's servers when they answer, else private ones started
+// once (child.ts stops them when the process exits). Started on first use only.
+let postgres: Promise<TestPostgres> | undefined;
+let pgbouncer: Promise<TestPostgres> | undefined;
+const sharedPostgres = () => (postgres ??= startPostgres());
+const sharedPgBouncer = () => (pgbouncer ??= sharedPostgres().then(startPgBouncer));
+
+function store(
+  kind: StoreKind,
   name: string,
-  database: Database,
-  redis?: TestRedis,
-  extra: Partial<StoreSettings> = {},
-): StoreBackend {
-  let prefix = '';
-  const settings = (): StoreSettings => ({
-    ...extra,
-    databaseUrl: database.settings.databaseUrl,
-    sqliteBusyTimeoutMs: 5000,
-    sessionStore: redis === undefined ? null : redis.url,
-    redisKeyPrefix: prefix,
-  });
+  database: () => Promise<Database>,
+  redisSessions: boolean,
+): TestStore {
   return {
+    kind,
     name,
-    async setup() {
-      await database.setup();
-      if (redis !== undefined) prefix = redis.keyPrefix();
-    },
-    open: () => openStores(settings()),
-    async reset(stores) {
-      await database.reset(stores);
-      if (redis !== undefined) {
-        const client = redisClient(stores);
-        const keys = await redisKeys(client, prefix);
-        if (keys.length > 0) await client.unlink(...keys);
+    async create() {
+      const made = await database();
+      const env = { ...made.env };
+      let prefix = '';
+      let dropKeys = async () => {};
+      if (redisSessions) {
+        const redis = await startRedis().catch(async (err: unknown) => {
+          await made.drop();
+          throw err;
+        });
+        prefix = redis.keyPrefix();
+        env['SESSION_STORE'] = redis.url;
+        env['REDIS_KEY_PREFIX'] = prefix;
+        dropKeys = () => redis.stop();
       }
+      return {
+        env,
+        open: () => openStores(loadConfig(env)),
+        async reset(stores) {
+          await made.reset(stores);
+          if (redisSessions) {
+            const client = redisClient(stores);
+            const keys = await redisKeys(client, prefix);
+            if (keys.length > 0) await client.unlink(...keys);
+          }
+        },
+        dump: (stores) => (redisSessions ? dumpRedis(redisClient(stores), prefix) : made.dump(stores)),
+        async drop() {
+          await dropKeys();
+          await made.drop();
+        },
+      };
     },
-    dump: (stores) => (redis === undefined ? database.dump(stores) : dumpRedis(redisClient(stores), prefix)),
-    cleanup: () => database.cleanup(),
   };
 }
 
-/** Every combination: SQLite, PostgreSQL, Redis over SQLite, Redis over PostgreSQL. */
-export function storeBackends(postgres: TestPostgres, redis: TestRedis): StoreBackend[] {
-  return [
-    backend('SQLite', sqliteDatabase()),
-    backend('PostgreSQL', postgresDatabase(postgres)),
-    backend('Redis sessions over SQLite', sqliteDatabase(), redis),
-    backend('Redis sessions over PostgreSQL', postgresDatabase(postgres), redis),
-  ];
+const viaPostgres = async () => postgresDatabase(await sharedPostgres(), false);
+const viaPgBouncer = async () => postgresDatabase(await sharedPgBouncer(), true);
+
+/** Every store combination; the contract suite runs on all of them. */
+export const STORES: readonly TestStore[] = [
+  store('sqlite', 'SQLite', sqliteDatabase, false),
+  store('postgres', 'PostgreSQL', viaPostgres, false),
+  store('redis', 'Redis sessions over SQLite', sqliteDatabase, true),
+  store('redis-postgres', 'Redis sessions over PostgreSQL', viaPostgres, true),
+  // Issue 17: PgBouncer in transaction mode, the README's recipe for many instances.
+  store('pgbouncer', 'PostgreSQL through PgBouncer', viaPgBouncer, false),
+  store('redis-pgbouncer', 'Redis sessions over PostgreSQL through PgBouncer', viaPgBouncer, true),
+];
+
+/** The stores of these kinds, in the order of STORES. */
+export function storesOf(...kinds: StoreKind[]): TestStore[] {
+  return STORES.filter((candidate) => kinds.includes(candidate.kind));
 }
 
-/** PostgreSQL, and Redis sessions over it, with the database reached through PgBouncer (issue 17). */
-export function pgbouncerBackends(pgbouncer: TestPostgres, redis: TestRedis): StoreBackend[] {
-  const pooled = { databaseTransactionPooler: true };
-  return [
-    backend('PostgreSQL through PgBouncer', postgresDatabase(pgbouncer), undefined, pooled),
-    backend('Redis sessions over PostgreSQL through PgBouncer', postgresDatabase(pgbouncer), redis, pooled),
-  ];
+/** SQLite: what startTestApp uses when a test names no store. */
+export const SQLITE: TestStore = storesOf('sqlite')[0]!;
+
+/** `describe(name)` once per store, named `name [store]`; the body gets the store to run on. */
+export function describeEachStore(
+  stores: readonly TestStore[],
+  name: string,
+  body: (store: TestStore) => void,
+): void {
+  for (const each of stores) describe(`${name} [${each.name}]`, () => body(each));
+}
+
+/**
+ * describeEachStore with the stores side by side (their data is separate), as `name > [store]`: for
+ * a long suite whose time goes waiting on the servers. Nothing in it may depend on timing.
+ */
+export function describeEachStoreAtOnce(
+  stores: readonly TestStore[],
+  name: string,
+  body: (store: TestStore) => void,
+): void {
+  describe(name, { concurrency: true }, () => {
+    for (const each of stores) describe(`[${each.name}]`, () => body(each));
+  });
+}
+
+/** A --test-name-pattern (or --test-skip-pattern) for the describes describeEachStore makes for `stores`. */
+export function storeDescribePattern(stores: readonly TestStore[]): string {
+  const names = stores.map((each) => each.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return `\\[(?:${names.join('|')})\\]$`;
 }

@@ -18,7 +18,7 @@ import {
 } from './pool.ts';
 import { postgresThrottleStore } from './throttle.ts';
 
-/** The SQL of the two group endpoints as PostgreSQL runs them (postgres-store.test.ts, plans). */
+/** The SQL of the two group endpoints as PostgreSQL runs them (store-postgres.test.ts, plans). */
 export const POSTGRES_GROUP_QUERIES = GROUP_QUERIES;
 
 const count = (result: pg.QueryResult<{ n: string }>) => Number(result.rows[0]?.n ?? 0);

@@ -3,84 +3,40 @@
 // instances serve it. Real clusters (WORKERS=2), against the harness Dovecot with its real 2 s
 // failure delay (the guesses stay in flight together), counted at the IMAP server by a TCP relay.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dovecotEnv } from './helpers/app.ts';
 import { postLogin, startCluster, type TestCluster } from './helpers/cluster.ts';
 import { type Dovecot, startDovecot } from './helpers/dovecot.ts';
 import { type FaultProxy, startFaultProxy } from './helpers/fault-proxy.ts';
-import { startPostgres, type TestPostgres } from './helpers/postgres.ts';
-import { startRedis, type TestRedis } from './helpers/redis.ts';
+import { type StoreData, storesOf, type TestStore } from './helpers/stores.ts';
 
 const GUESSES = 12;
 const USER_LIMIT = 5;
 
 let dovecot: Dovecot;
-let postgres: TestPostgres;
-let redis: TestRedis;
 before(async () => {
-  [dovecot, postgres, redis] = await Promise.all([
-    startDovecot({ authFailureDelay: 2 }),
-    startPostgres(),
-    startRedis(),
-  ]);
+  dovecot = await startDovecot({ authFailureDelay: 2 });
 });
 after(async () => {
-  await Promise.all([dovecot?.stop(), postgres?.stop(), redis?.stop()]);
+  await dovecot?.stop();
 });
 
-interface Setup {
-  readonly name: string;
-  readonly instances: number;
-  /** Store settings, and their clean-up. */
-  stores(): Promise<{ env: Record<string, string>; drop: () => Promise<void> }>;
-}
-
-const SETUPS: readonly Setup[] = [
-  {
-    name: 'SQLite, one instance of WORKERS=2',
-    instances: 1,
-    async stores() {
-      const dir = mkdtempSync(join(tmpdir(), 'clubhouse-burst-'));
-      return {
-        env: { DATABASE_URL: `sqlite:${join(dir, 'clubhouse.db')}` },
-        drop: async () => rmSync(dir, { recursive: true, force: true }),
-      };
-    },
-  },
-  {
-    name: 'PostgreSQL, two instances of WORKERS=2',
-    instances: 2,
-    async stores() {
-      const db = await postgres.createDatabase();
-      return { env: { DATABASE_URL: db.url }, drop: () => db.drop() };
-    },
-  },
-  {
-    name: 'PostgreSQL + Redis, two instances of WORKERS=2',
-    instances: 2,
-    async stores() {
-      const db = await postgres.createDatabase();
-      return {
-        env: { DATABASE_URL: db.url, SESSION_STORE: redis.url, REDIS_KEY_PREFIX: redis.keyPrefix() },
-        drop: () => db.drop(),
-      };
-    },
-  },
+const [sqlite, postgres, redisPostgres] = storesOf('sqlite', 'postgres', 'redis-postgres');
+const SETUPS: readonly { name: string; instances: number; store: TestStore }[] = [
+  { name: 'SQLite, one instance of WORKERS=2', instances: 1, store: sqlite! },
+  { name: 'PostgreSQL, two instances of WORKERS=2', instances: 2, store: postgres! },
+  { name: 'PostgreSQL + Redis, two instances of WORKERS=2', instances: 2, store: redisPostgres! },
 ];
 
 for (const setup of SETUPS) {
   describe(setup.name, () => {
     let relay: FaultProxy;
     let clusters: TestCluster[] = [];
-    let drop: () => Promise<void> = async () => {};
+    let data: StoreData | undefined;
     before(async () => {
       relay = await startFaultProxy(dovecot.tlsPort);
-      const stores = await setup.stores();
-      drop = stores.drop;
-      const env = { ...stores.env, ...dovecotEnv(dovecot), IMAP_PORT: String(relay.port) };
+      data = await setup.store.create();
+      const env = { ...data.env, ...dovecotEnv(dovecot), IMAP_PORT: String(relay.port) };
       // One after the other: the first migrates the shared database.
       for (let i = 0; i < setup.instances; i++) clusters.push(await startCluster(env, 2));
     });
@@ -88,7 +44,7 @@ for (const setup of SETUPS) {
       await Promise.all(clusters.map((cluster) => cluster.stop()));
       clusters = [];
       await relay?.close();
-      await drop();
+      await data?.drop();
     });
 
     test(`${GUESSES} parallel distinct wrong passwords for one username: at most ${USER_LIMIT} reach IMAP, the rest 429 with a true Retry-After`, async () => {

@@ -1,7 +1,7 @@
-// Issue 17: the API suites and the store contract again, through PgBouncer in transaction mode in
-// front of PostgreSQL (helpers/pgbouncer.ts), the README's recipe for many instances. Every
-// startTestApp below gets a fresh database reached through the bouncer. Imported, not copied; its
-// own process under node --test. (The static imports below read no settings when loaded.)
+// Issue 17: what only PgBouncer in transaction mode shows (helpers/pgbouncer.ts, the README's recipe
+// for many instances): the server-side timeouts still apply (as role defaults that migrate sets, not
+// startup parameters), and forgetting DATABASE_TRANSACTION_POOLER fails at start-up. The API suites
+// and the store contract run through PgBouncer too (helpers/stores.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
@@ -12,19 +12,6 @@ import { query } from '../src/store/postgres/pool.ts';
 import { startPgBouncer, type TestPgBouncer } from './helpers/pgbouncer.ts';
 import type { TestDatabase } from './helpers/postgres.ts';
 import { startPostgres } from './helpers/postgres.ts';
-
-process.env['CLUBHOUSE_TEST_STORE'] = 'pgbouncer';
-
-await import('./auth-login.test.ts');
-await import('./auth-throttle.test.ts');
-await import('./auth-csrf.test.ts');
-await import('./session-lifecycle.test.ts');
-await import('./groups.test.ts');
-await import('./wire.test.ts');
-await import('./store-contract.test.ts');
-
-// What only PgBouncer shows: the server-side timeouts still apply (as role defaults that migrate
-// sets, not startup parameters), and forgetting DATABASE_TRANSACTION_POOLER fails at start-up.
 
 describe('PgBouncer in transaction mode (issue 17)', () => {
   let bouncer: TestPgBouncer;

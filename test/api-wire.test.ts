@@ -1,8 +1,11 @@
 // Contract §1: the wire rules every response obeys.
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
+import { describeEachStore, storesOf } from './helpers/stores.ts';
+
+const STORES = storesOf('sqlite', 'postgres', 'redis', 'pgbouncer');
 
 const SECURITY = {
   'x-frame-options': 'SAMEORIGIN',
@@ -24,10 +27,10 @@ function assertSecurityHeaders(headers: Record<string, unknown>, api: boolean) {
   if (api) assert.equal(headers['cache-control'], 'no-store');
 }
 
-describe('wire rules (contract §1)', () => {
+describeEachStore(STORES, 'wire rules (contract §1)', (store) => {
   let t: TestApp;
   before(async () => {
-    t = await startTestApp({ authenticator: fakeAuthenticator({ alice: 'pw' }) });
+    t = await startTestApp({ store, authenticator: fakeAuthenticator({ alice: 'pw' }) });
   });
   after(() => t.close());
 
@@ -170,10 +173,11 @@ describe('wire rules (contract §1)', () => {
   });
 });
 
-describe('CORS for TRUSTED_ORIGINS (contract §7)', () => {
+describeEachStore(STORES, 'CORS for TRUSTED_ORIGINS (contract §7)', (store) => {
   let t: TestApp;
   before(async () => {
     t = await startTestApp({
+      store,
       authenticator: fakeAuthenticator({}),
       env: { TRUSTED_ORIGINS: 'https://app.example.org' },
     });
@@ -236,11 +240,12 @@ function parseAnswer(text: string): { status: number; headers: Map<string, strin
   return { status: Number(statusLine.split(' ')[1]), headers, body };
 }
 
-describe('CONNECT is answered like any other method (issue 13: node dropped it unanswered)', () => {
+// Issue 13: node used to drop CONNECT unanswered.
+describeEachStore(STORES, 'CONNECT is answered like any other method (issue 13)', (store) => {
   let t: TestApp;
   let port: number;
   before(async () => {
-    t = await startTestApp({ authenticator: fakeAuthenticator({}) });
+    t = await startTestApp({ store, authenticator: fakeAuthenticator({}) });
     port = Number(new URL(await t.fastify.listen({ port: 0, host: '127.0.0.1' })).port);
   });
   after(() => t.close());

@@ -1,5 +1,5 @@
 // Issue 8: GET/HEAD /api/auth/check answered on the raw request when no I/O is needed
-// (src/http/raw-check.ts) must be indistinguishable from the Fastify route: same status, headers and
+// (src/http/raw-reads.ts) must be indistinguishable from the Fastify route: same status, headers and
 // body, over a real socket. A query string sends a request down the Fastify route, so each case is
 // asked both ways.
 import assert from 'node:assert/strict';
@@ -39,9 +39,7 @@ function comparable(headers: Answer['headers']): Record<string, unknown> {
   return rest;
 }
 
-describe('the raw check path of /api/auth/check', {
-  skip: (process.env['CLUBHOUSE_TEST_STORE'] ?? 'sqlite') !== 'sqlite',
-}, () => {
+describe('the raw check path of /api/auth/check', () => {
   let t: TestApp;
   let other: TestApp;
   let port: number;

@@ -1,6 +1,6 @@
-// The two group queries stay index lookups at scale: with 100 000 groups and 1 000 000 memberships,
-// EXPLAIN QUERY PLAN shows only primary-key/index searches (no table scan, no sort), and the
-// endpoints still answer exactly. The plan is asserted, not a time.
+// SQLite: the two group queries stay index lookups at scale: with 100 000 groups and 1 000 000
+// memberships, EXPLAIN QUERY PLAN shows only primary-key/index searches (no table scan, no sort),
+// and the endpoints still answer exactly. The plan is asserted, not a time.
 import assert from 'node:assert/strict';
 import type { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';

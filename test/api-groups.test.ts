@@ -1,10 +1,13 @@
 // Contract §3: GET /api/group/ and GET /api/group/{id}, with fixtures imported through applyImport
 // (the path `clubhouse import` takes) and users disabled through the CLI itself.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { type CliIo, runCli } from '../src/cli/main.ts';
 import { applyImport } from '../src/groups/import.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
+import { describeEachStore, storesOf } from './helpers/stores.ts';
+
+const STORES = storesOf('sqlite', 'postgres', 'redis', 'redis-postgres', 'pgbouncer');
 
 const ALLOW = 'GET, HEAD, OPTIONS';
 const NOT_AUTHENTICATED = { detail: 'Authentication credentials were not provided.' };
@@ -78,10 +81,10 @@ function collectingIo(): CliIo & { lines: string[]; errors: string[] } {
   return { lines, errors, out: (text) => lines.push(text), err: (text) => errors.push(text) };
 }
 
-describe('group endpoints (contract §3)', () => {
+describeEachStore(STORES, 'group endpoints (contract §3)', (store) => {
   let t: TestApp;
   before(async () => {
-    t = await startTestApp({ authenticator: fakeAuthenticator(PASSWORDS), fixedClock: true });
+    t = await startTestApp({ store, authenticator: fakeAuthenticator(PASSWORDS), fixedClock: true });
     const imported = await applyImport(t.stores, FIXTURE, t.config.usernameCase);
     assert.deepEqual(imported, { ok: true, counts: { groups: 7, users: 0, memberships: 9 } });
   });

@@ -1,17 +1,21 @@
 // Contract §2: when the session store cannot answer, endpoints that need it say 503 with Retry-After,
 // never 500 and never a silent logged-out state; requests without a session cookie are unaffected.
+// Here the store's own methods fail (on every store) and SQLite is locked by another process; the
+// servers stopped and started: store-outage-restart; faults on the wire: store-outage-proxy.
 import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import { StoreUnavailableError } from '../src/errors.ts';
 import { sqlitePath } from '../src/store/sqlite/store.ts';
-import { fakeAuthenticator, loginAs, startTestApp, type TestApp, unlessSqlite } from './helpers/app.ts';
+import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
+import { describeEachStore, storesOf } from './helpers/stores.ts';
+
+const STORES = storesOf('sqlite', 'postgres', 'redis', 'redis-postgres');
 
 const UNAVAILABLE = { detail: 'Service temporarily unavailable.' };
 
-describe('SQLite locked by another process (a real SQLITE_BUSY)', {
-  skip: unlessSqlite('locks the SQLite file'),
-}, () => {
+// SQLite only: it locks the file (startTestApp's default store).
+describe('SQLite locked by another process (a real SQLITE_BUSY)', () => {
   let t: TestApp;
   let other: DatabaseSync;
   before(async () => {
@@ -42,12 +46,12 @@ describe('SQLite locked by another process (a real SQLITE_BUSY)', {
   });
 });
 
-describe('session store failing (every method throws StoreUnavailableError)', () => {
+describeEachStore(STORES, 'session store failing (every method throws StoreUnavailableError)', (store) => {
   let t: TestApp;
   let cookie: string;
   let failing = false;
   before(async () => {
-    t = await startTestApp({ authenticator: fakeAuthenticator({ alice: 'pw' }) });
+    t = await startTestApp({ store, authenticator: fakeAuthenticator({ alice: 'pw' }) });
     ({ cookie } = await loginAs(t.fastify, 'alice', 'pw'));
     const sessions = t.stores.sessions as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     for (const name of Object.keys(sessions)) {

@@ -11,9 +11,7 @@ import { cachedSqliteSessions } from '../src/store/sqlite/sessions.ts';
 import { migrateSqlite, openSqliteDatabase } from '../src/store/sqlite/store.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 
-describe('the session cache across processes', {
-  skip: (process.env['CLUBHOUSE_TEST_STORE'] ?? 'sqlite') !== 'sqlite',
-}, () => {
+describe('the session cache across processes', () => {
   let a: TestApp;
   let b: TestApp;
   before(async () => {
