@@ -1,11 +1,11 @@
 // The embedded store: every store interface on one node:sqlite database in WAL mode, so several
 // processes (WORKERS, the admin CLI) can share the file while the server runs. Users, groups, the
 // import, the secret and the migration runner are the shared SQL layer (sql/) over the synchronous
-// driver of driver.ts; sessions (sessions.ts) add an in-process cache, kept exact by a commit watch of
-// the file (commit-watch.ts); throttle counters are written here.
+// driver of driver.ts; sessions (sessions.ts) and the group reads (groups.ts) add in-process caches,
+// kept exact by one commit watch of the file (commit-watch.ts); throttle counters are written here.
 import { randomBytes } from 'node:crypto';
 import type { DatabaseSync } from 'node:sqlite';
-import { GROUP_QUERIES as SHARED_GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
+import { GROUP_QUERIES as SHARED_GROUP_QUERIES } from '../sql/groups.ts';
 import { migrate } from '../sql/migrate.ts';
 import { secretKey, sqlUserStore } from '../sql/users.ts';
 import type { Stores, ThrottleStore } from '../types.ts';
@@ -19,6 +19,7 @@ import {
   sqliteSql,
   transaction,
 } from './driver.ts';
+import { cachedSqliteGroups } from './groups.ts';
 import { SQLITE_MIGRATIONS } from './schema.ts';
 import { cachedSqliteSessions } from './sessions.ts';
 
@@ -132,7 +133,7 @@ export function openSqliteStores(
   return {
     db,
     users: sqlUserStore(driver),
-    groups: sqlGroupStore(driver),
+    groups: cachedSqliteGroups(db, driver, call, watch),
     sessions: cachedSqliteSessions(db, call, watch),
     throttle: throttleStore(db),
     secretKey: () => driver.run(secretKey(randomBytes(32))),
