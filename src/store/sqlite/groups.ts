@@ -39,33 +39,38 @@ interface Memberships {
   readonly statuses: Uint8Array;
 }
 
-/** A Map bounded by the sum of its entries' weights; the oldest entries leave first. */
+/**
+ * A Map bounded by the sum of its values' weights; the oldest entries leave first. Weights are
+ * derived from the values (no wrapper object per entry), and eviction starts from the front only when
+ * over budget: iterating a Map from its start skips every entry deleted since it was last compacted.
+ */
 class WeighedMap<K, V> {
-  readonly #entries = new Map<K, { value: V; weight: number }>();
+  readonly #entries = new Map<K, V>();
   readonly #budget: number;
+  readonly #weigh: (value: V) => number;
   #total = 0;
-  constructor(budget: number) {
+  constructor(budget: number, weigh: (value: V) => number) {
     this.#budget = budget;
+    this.#weigh = weigh;
   }
   get(key: K): V | undefined {
-    return this.#entries.get(key)?.value;
+    return this.#entries.get(key);
   }
-  set(key: K, value: V, weight: number): void {
-    this.delete(key);
-    if (weight > this.#budget) return;
-    this.#entries.set(key, { value, weight });
-    this.#total += weight;
-    for (const [oldest, entry] of this.#entries) {
-      if (this.#total <= this.#budget) break;
-      this.#entries.delete(oldest);
-      this.#total -= entry.weight;
+  set(key: K, value: V): void {
+    const old = this.#entries.get(key);
+    if (old !== undefined) {
+      this.#entries.delete(key);
+      this.#total -= this.#weigh(old);
     }
-  }
-  delete(key: K): void {
-    const entry = this.#entries.get(key);
-    if (entry === undefined) return;
-    this.#entries.delete(key);
-    this.#total -= entry.weight;
+    const weight = this.#weigh(value);
+    if (weight > this.#budget) return;
+    this.#entries.set(key, value);
+    this.#total += weight;
+    while (this.#total > this.#budget) {
+      const [oldest, evicted] = this.#entries.entries().next().value as [K, V];
+      this.#entries.delete(oldest);
+      this.#total -= this.#weigh(evicted);
+    }
   }
   clear(): void {
     this.#entries.clear();
@@ -109,8 +114,9 @@ export function cachedSqliteGroups(
   const listQuery = db.prepare(sqliteSql(GROUP_QUERIES.listForMember));
   const detailQuery = db.prepare(sqliteSql(GROUP_QUERIES.detail));
 
-  const groups = new WeighedMap<number, string>(limits.groupBytes);
-  const members = new WeighedMap<string, Memberships>(limits.membershipBytes);
+  // Approximate bytes: the characters, and the string's and the Map entry's own share.
+  const groups = new WeighedMap<number, string>(limits.groupBytes, (json) => json.length + 48);
+  const members = new WeighedMap<string, Memberships>(limits.membershipBytes, (m) => 5 * m.ids.length + 160);
   let generation = Number.NaN;
   let seenEpoch = Number.NaN;
 
@@ -131,7 +137,8 @@ export function cachedSqliteGroups(
   };
   const keepGroup = (group: Group) => {
     const json = JSON.stringify(group);
-    groups.set(group.id, json, json.length + 64);
+    // Unchanged: left where it is (a re-insertion would only churn the Map).
+    if (groups.get(group.id) !== json) groups.set(group.id, json);
   };
 
   /**
@@ -151,7 +158,7 @@ export function cachedSqliteGroups(
       keepGroup(group);
       return { group, status: statuses[i] as MemberStatus };
     });
-    members.set(username, { ids, statuses }, 64 + username.length + 5 * rows.length);
+    members.set(username, { ids, statuses });
     return found;
   };
   const snapshot = <T>(work: () => T): Promise<T> => call(() => transaction(db, work, 'BEGIN'));
