@@ -31,7 +31,7 @@ import { registerGroupRoutes } from '../routes/groups.ts';
 import { registerOps, registerSchemaRoute } from '../routes/ops.ts';
 import { registerSessionRoutes } from '../routes/sessions.ts';
 import { OPENAPI_INFO } from '../schemas.ts';
-import type { Stores } from '../store/types.ts';
+import { hasGroupCache, type Stores } from '../store/types.ts';
 import { logArrival, logCompletion } from './access-log.ts';
 import { hostAllowed, isProbePath } from './allowed-hosts.ts';
 import { clientErrorHandler } from './client-errors.ts';
@@ -77,8 +77,8 @@ function routeLabel(url: string | undefined): string {
 }
 
 /** The group cache's synchronous answers, when the store keeps one (SQLite). */
-function groupReads(_stores: Stores): GroupReads | null {
-  return null;
+function groupReads(stores: Stores): GroupReads | null {
+  return hasGroupCache(stores.groups) ? stores.groups : null;
 }
 
 /** The cached IMAP probe of /readyz; one TLS context for every probe, as for logins. */

@@ -1,7 +1,8 @@
 // /api/group/ and /api/group/{id} (contract §3); both need a logged-in session (requireSession).
 import { API_ERRORS, ApiError } from '../errors.ts';
-import { groupDetail, myGroups, parseGroupId } from '../groups/read.ts';
+import { groupDetail, groupDetailJson, myGroups, myGroupsJson, parseGroupId } from '../groups/read.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
+import { sendJson } from '../http/headers.ts';
 import { caller, type SessionHooks } from '../http/session.ts';
 import { SCHEMAS } from '../schemas.ts';
 import type { GroupStore } from '../store/types.ts';
@@ -14,11 +15,16 @@ export interface GroupRouteDeps {
 /** The two group endpoints. */
 export function registerGroupRoutes(endpoint: DeclareEndpoint, deps: GroupRouteDeps): void {
   const { requireSession } = deps.hooks;
+  // Serialized by the route's response schema: exactly the contract's fields, nothing more. A store
+  // with a group cache hands over the same bytes already serialized (test/api-groups-cached-json.test.ts
+  // compares the two), sent as is with the same status and headers.
   endpoint({ url: '/api/group', name: 'Group List' }, (routes) =>
-    // Serialized by the route's response schema: exactly the contract's fields, nothing more.
-    routes.get({ schema: SCHEMAS.groupList, preHandler: requireSession }, async (request, reply) =>
-      reply.code(200).send(await myGroups(deps.groups, caller(request))),
-    ),
+    routes.get({ schema: SCHEMAS.groupList, preHandler: requireSession }, async (request, reply) => {
+      const username = caller(request);
+      const json = myGroupsJson(deps.groups, username);
+      if (json !== undefined) return sendJson(reply, 200, json);
+      return reply.code(200).send(await myGroups(deps.groups, username));
+    }),
   );
   // contract §3: the id is [0-9]+, leading zeros allowed, of any length (app.ts: maxParamLength);
   // the route only matches digits, and the range is checked after the session, like DRF's lookup.
@@ -27,7 +33,11 @@ export function registerGroupRoutes(endpoint: DeclareEndpoint, deps: GroupRouteD
       { schema: SCHEMAS.groupDetail, preHandler: requireSession },
       async (request, reply) => {
         const id = parseGroupId(request.params.id);
-        const group = id === null ? null : await groupDetail(deps.groups, id, caller(request));
+        if (id === null) throw new ApiError(API_ERRORS.NOT_FOUND);
+        const username = caller(request);
+        const json = groupDetailJson(deps.groups, id, username);
+        if (json !== undefined) return sendJson(reply, 200, json);
+        const group = await groupDetail(deps.groups, id, username);
         if (group === null) throw new ApiError(API_ERRORS.NOT_FOUND);
         return reply.code(200).send(group);
       },

@@ -191,6 +191,24 @@ export interface GroupStore {
 }
 
 /**
+ * A capability some group stores add (the SQLite store's in-process cache, issue 14): the JSON body of
+ * listForMember / detail as the group routes serialize it, from memory, synchronously, with the same
+ * exactness as the database (a change committed anywhere is seen by the very next call); undefined
+ * when the store itself must be asked (a miss, a detail of a group that does not exist, a failure).
+ */
+export interface GroupCache {
+  /** JSON of listForMember(username): an array of groups with exactly the Group fields, in order. */
+  peekList(username: string): string | undefined;
+  /** JSON of detail(id, username): a GroupDetail with exactly its fields, in order. */
+  peekDetail(id: number, username: string): string | undefined;
+}
+
+/** True for a group store that also offers the in-memory answers. */
+export function hasGroupCache(store: GroupStore): store is GroupStore & GroupCache {
+  return 'peekList' in store && typeof store.peekList === 'function';
+}
+
+/**
  * How a store is reached (issue 17): TLS with the server's certificate and name checked, TLS without
  * checks (sslmode=require, asked for by name), no TLS, or a local file (SQLite).
  */

@@ -122,4 +122,39 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       ALTER TABLE sessions ADD COLUMN last_seen INTEGER;
     `,
   },
+  {
+    version: 6,
+    name: 'group generation',
+    sql: `
+      -- Every process keeps the answers of the group endpoints in memory (groups.ts, issue 14). Any
+      -- change those answers depend on moves this number, in the changing transaction, so that every
+      -- process drops its group cache before answering its next request: groups and memberships
+      -- (cascades included: a deleted user's or group's memberships fire their own triggers), and
+      -- users renamed or deleted (today their memberships follow by foreign key; the cache need not
+      -- rely on it). Not logins (last_login_at), new users or the active flag, which change no answer
+      -- (a disabled user's sessions end: contract §2).
+      CREATE TABLE group_generation (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        value INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO group_generation (id, value) VALUES (1, 0);
+      CREATE TRIGGER groups_insert_generation AFTER INSERT ON groups
+      BEGIN UPDATE group_generation SET value = value + 1; END;
+      CREATE TRIGGER groups_update_generation AFTER UPDATE ON groups
+      BEGIN UPDATE group_generation SET value = value + 1; END;
+      CREATE TRIGGER groups_delete_generation AFTER DELETE ON groups
+      BEGIN UPDATE group_generation SET value = value + 1; END;
+      CREATE TRIGGER memberships_insert_generation AFTER INSERT ON memberships
+      BEGIN UPDATE group_generation SET value = value + 1; END;
+      CREATE TRIGGER memberships_update_generation AFTER UPDATE ON memberships
+      BEGIN UPDATE group_generation SET value = value + 1; END;
+      CREATE TRIGGER memberships_delete_generation AFTER DELETE ON memberships
+      BEGIN UPDATE group_generation SET value = value + 1; END;
+      CREATE TRIGGER users_update_generation AFTER UPDATE OF username ON users
+        WHEN old.username IS NOT new.username
+      BEGIN UPDATE group_generation SET value = value + 1; END;
+      CREATE TRIGGER users_delete_generation AFTER DELETE ON users
+      BEGIN UPDATE group_generation SET value = value + 1; END;
+    `,
+  },
 ];

@@ -1,12 +1,14 @@
 // Sessions on SQLite with an in-process cache (issue 8: a check is answered without touching the
 // database file). Exactness across processes (contract §2: a logout, revoke or disable takes effect
 // on the very next request in every process) comes from the session_deletions log: before answering
-// from memory, a process asks SQLite whether any other connection has committed since it last looked
-// (PRAGMA data_version, a read of the shared WAL index, no I/O), and if so evicts every session that
-// was deleted meanwhile. Its own deletions it evicts at once, the sessions a login ends beyond the
-// per-user cap (contract §9) included: they go through the same log.
+// from memory, a process asks the commit watch (commit-watch.ts: one pread of the WAL-index header)
+// whether anything was committed since it last caught up; only then does it ask SQLite whether
+// another connection committed (PRAGMA data_version), and if so evicts every session that was deleted
+// meanwhile. Its own deletions it evicts at once, the sessions a login ends beyond the per-user cap
+// (contract §9) included: they go through the same log.
 import type { DatabaseSync } from 'node:sqlite';
 import type { SessionCache, SessionRecord, SessionStore, StoredSession } from '../types.ts';
+import { type CommitWatch, unwatched } from './commit-watch.ts';
 import { transaction } from './driver.ts';
 
 /** Sessions kept in memory per process; beyond this the oldest entries are dropped. */
@@ -16,10 +18,14 @@ export const DELETION_LOG_RETENTION_MS = 10 * 60 * 1000;
 
 type Call = <T>(work: () => T) => Promise<T>;
 
-/** The SQLite session store with its cache; `call` maps SQLite errors the way the other stores do. */
+/**
+ * The SQLite session store with its cache; `call` maps SQLite errors the way the other stores do.
+ * Without a `watch` of the file (commit-watch.ts), every answer from memory asks PRAGMA data_version.
+ */
 export function cachedSqliteSessions(
   db: DatabaseSync,
   call: Call,
+  watch: CommitWatch = unwatched(),
   capacity = SESSION_CACHE_ENTRIES,
 ): SessionStore & SessionCache {
   const insert = db.prepare(
@@ -72,14 +78,20 @@ export function cachedSqliteSessions(
     }
     lastSeq = Math.max(lastSeq, last);
   };
+  /** The watch's epoch when we last caught up (NaN: never). */
+  let seenEpoch = Number.NaN;
   /** Before answering from memory: has another connection committed anything since? */
   const syncWithOthers = () => {
+    const epoch = watch.epoch();
+    if (epoch === seenEpoch) return;
     const current = Number((dataVersion.get() as unknown as unknown[])[0]);
-    if (current === version) return;
-    // Only once the log is read: if reading it fails (SQLITE_BUSY), the next request must try again
-    // rather than trust a cache that may hold sessions deleted meanwhile (issue 12, defect 4).
-    readLog();
-    version = current;
+    if (current !== version) {
+      // Only once the log is read: if reading it fails (SQLITE_BUSY), the next request must try again
+      // rather than trust a cache that may hold sessions deleted meanwhile (issue 12, defect 4).
+      readLog();
+      version = current;
+    }
+    seenEpoch = epoch;
   };
   const remember = (key: string, record: SessionRecord) => {
     cache.set(key, record);

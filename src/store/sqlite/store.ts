@@ -1,13 +1,15 @@
 // The embedded store: every store interface on one node:sqlite database in WAL mode, so several
 // processes (WORKERS, the admin CLI) can share the file while the server runs. Users, groups, the
 // import, the secret and the migration runner are the shared SQL layer (sql/) over the synchronous
-// driver of driver.ts; sessions (sessions.ts) and throttle counters are written here.
+// driver of driver.ts; sessions (sessions.ts) and the group reads (groups.ts) add in-process caches,
+// kept exact by one commit watch of the file (commit-watch.ts); throttle counters are written here.
 import { randomBytes } from 'node:crypto';
 import type { DatabaseSync } from 'node:sqlite';
-import { GROUP_QUERIES as SHARED_GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
+import { GROUP_QUERIES as SHARED_GROUP_QUERIES } from '../sql/groups.ts';
 import { migrate } from '../sql/migrate.ts';
 import { secretKey, sqlUserStore } from '../sql/users.ts';
 import type { Stores, ThrottleStore } from '../types.ts';
+import { type CommitWatch, watchCommits } from './commit-watch.ts';
 import {
   call,
   mapError,
@@ -17,6 +19,7 @@ import {
   sqliteSql,
   transaction,
 } from './driver.ts';
+import { cachedSqliteGroups } from './groups.ts';
 import { SQLITE_MIGRATIONS } from './schema.ts';
 import { cachedSqliteSessions } from './sessions.ts';
 
@@ -117,9 +120,11 @@ export function openSqliteStores(
   migrate = true,
 ): Stores & { readonly db: DatabaseSync } {
   let db: DatabaseSync;
+  let watch: CommitWatch;
   try {
     db = openSqliteDatabase(path, busyTimeoutMs);
     if (migrate) migrateSqlite(db);
+    watch = watchCommits(db);
   } catch (err) {
     mapError(err);
   }
@@ -128,8 +133,8 @@ export function openSqliteStores(
   return {
     db,
     users: sqlUserStore(driver),
-    groups: sqlGroupStore(driver),
-    sessions: cachedSqliteSessions(db, call),
+    groups: cachedSqliteGroups(db, driver, call, watch),
+    sessions: cachedSqliteSessions(db, call, watch),
     throttle: throttleStore(db),
     secretKey: () => driver.run(secretKey(randomBytes(32))),
     ping: () =>
@@ -139,6 +144,8 @@ export function openSqliteStores(
     close: () =>
       call(() => {
         if (db.isOpen) db.close();
+        // After the connection: the watch's descriptor must outlive SQLite's locks (commit-watch.ts).
+        watch.close();
       }),
   };
 }
