@@ -7,7 +7,7 @@
 // Everything else — a cache miss, no session on a group URL, a query string, a Host that
 // ALLOWED_HOSTS refuses, a server that is closing — is left to the Fastify routes, which answer the
 // same requests the same way: the headers come from the same builder (headers.ts), the access line
-// from access-log.ts, and test/api-raw-check.test.ts compares the two byte for byte.
+// from access-log.ts, and test/api-raw-reads.test.ts compares the two byte for byte.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { readCookies } from '../auth/cookies.ts';
