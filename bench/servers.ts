@@ -78,6 +78,21 @@ interface StartOptions {
   readonly dir: string;
 }
 
+/**
+ * The node flags of `npm start` (package.json), so that the benchmark runs the service as users do
+ * (e.g. its young-generation size) without going through npm.
+ */
+function startFlags(): string[] {
+  const scripts = (
+    JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    }
+  ).scripts;
+  const words = (scripts['start'] ?? '').split(/\s+/);
+  const flags = words.slice(words.indexOf('node') + 1, words.indexOf('src/main.ts'));
+  return flags.filter((flag) => flag.startsWith('--') && flag !== '--disable-warning=ExperimentalWarning');
+}
+
 async function start(options: StartOptions): Promise<Server> {
   const { label, port, workers, dir } = options;
   const stdout = path.join(dir, `${label.replace(/[^a-z0-9]+/gi, '-')}-${port}.out`);
@@ -149,7 +164,7 @@ export async function startClubhouse(options: ClubhouseOptions): Promise<Server>
   const settings = { DATABASE_URL: options.databaseUrl, PORT: String(port), ...imap, ...extra };
   return start({
     label: options.label,
-    args: [path.join(ROOT, 'src', 'main.ts')],
+    args: [...startFlags(), path.join(ROOT, 'src', 'main.ts')],
     settings,
     port,
     workers: Number(extra['WORKERS'] ?? '1'),
