@@ -51,7 +51,11 @@ export function sqlitePath(databaseUrl: string): string {
   return databaseUrl.replace(/^sqlite:(\/\/)?/, '');
 }
 
-/** Opens (creating when needed) the database file with the pragmas every process must share. */
+/**
+ * Opens (creating when needed) the database file with the pragmas every process must share. The page
+ * cache is 4 MiB (issue 14: the session and group caches answer the hot reads from memory, so the
+ * page cache serves only their misses; 16 MiB of it measured 188 against 161 MiB peak RSS).
+ */
 export function openSqliteDatabase(path: string, busyTimeoutMs = 5000): DatabaseSync {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new DatabaseSync(path, { timeout: busyTimeoutMs, enableForeignKeyConstraints: true });
@@ -59,7 +63,7 @@ export function openSqliteDatabase(path: string, busyTimeoutMs = 5000): Database
     PRAGMA journal_mode = WAL;
     PRAGMA synchronous = NORMAL;
     PRAGMA foreign_keys = ON;
-    PRAGMA cache_size = -16384;
+    PRAGMA cache_size = -4096;
     PRAGMA mmap_size = 0;
     PRAGMA temp_store = MEMORY;
   `);
