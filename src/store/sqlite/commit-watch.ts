@@ -166,10 +166,13 @@ export function watchCommits(db: DatabaseSync): CommitWatch {
       return false;
     }
   };
-  // A header this code cannot read now it will not read later: watch nothing rather than pay a read
-  // that can only say "maybe".
+  // A header this code cannot read now (a few tries: one may catch a writer mid-copy) it will not
+  // read later: watch nothing rather than pay a read that can only say "maybe".
   const first = Buffer.alloc(WAL_INDEX_HEADER_BYTES);
-  if (!read(first) || !isCompleteHeader(first)) {
+  let readable = false;
+  for (let attempt = 0; attempt < 5 && !readable; attempt++)
+    readable = read(first) && isCompleteHeader(first);
+  if (!readable) {
     release(file.key);
     return unwatched();
   }
