@@ -37,7 +37,11 @@
 //   its "dead man switch" lock, and ours does while it is open. That lock is a POSIX record lock,
 //   and closing ANY descriptor of a file drops every lock the process holds on it (SQLite's
 //   "How To Corrupt" §2.2). So the descriptor read here is opened once per -shm file per process,
-//   shared by every store on that file, and closed only after the last of their connections is.
+//   shared by every store on that file, and closed only after the last of their connections is. (A
+//   connection this process opens on the file outside the stores, as some tests do, must be closed
+//   before the last store is.)
+// - pread and SQLite's shared mapping of the file see the same pages: the page cache is one (Linux,
+//   macOS); a system where it is not would need mmap, which node does not offer.
 import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { endianness } from 'node:os';
 import type { DatabaseSync } from 'node:sqlite';
