@@ -37,7 +37,11 @@
 //   its "dead man switch" lock, and ours does while it is open. That lock is a POSIX record lock,
 //   and closing ANY descriptor of a file drops every lock the process holds on it (SQLite's
 //   "How To Corrupt" §2.2). So the descriptor read here is opened once per -shm file per process,
-//   shared by every store on that file, and closed only after the last of their connections is.
+//   shared by every store on that file, and closed only after the last of their connections is. (A
+//   connection this process opens on the file outside the stores, as some tests do, must be closed
+//   before the last store is.)
+// - pread and SQLite's shared mapping of the file see the same pages: the page cache is one (Linux,
+//   macOS); a system where it is not would need mmap, which node does not offer.
 import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { endianness } from 'node:os';
 import type { DatabaseSync } from 'node:sqlite';
@@ -166,10 +170,13 @@ export function watchCommits(db: DatabaseSync): CommitWatch {
       return false;
     }
   };
-  // A header this code cannot read now it will not read later: watch nothing rather than pay a read
-  // that can only say "maybe".
+  // A header this code cannot read now (a few tries: one may catch a writer mid-copy) it will not
+  // read later: watch nothing rather than pay a read that can only say "maybe".
   const first = Buffer.alloc(WAL_INDEX_HEADER_BYTES);
-  if (!read(first) || !isCompleteHeader(first)) {
+  let readable = false;
+  for (let attempt = 0; attempt < 5 && !readable; attempt++)
+    readable = read(first) && isCompleteHeader(first);
+  if (!readable) {
     release(file.key);
     return unwatched();
   }
