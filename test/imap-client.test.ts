@@ -171,14 +171,15 @@ describe('what counts as a verified login (contract §5)', () => {
   });
 
   test('an untagged OK is not a verdict: the attempt ends at the deadline', async () => {
-    const started = Date.now();
+    // The server never sends a tagged answer, so only the deadline can end the attempt (a broken
+    // deadline hangs to the test timeout), and the reason says it did; an untagged OK taken as a
+    // verdict would be { ok: true }.
     const { result } = await loginTo({ trick: 'untagged-ok' }, 'tls', 'pw', { timeoutMs: 500 });
     assert.deepEqual(result, {
       ok: false,
       failure: 'upstream_unavailable',
       reason: 'no answer within 500 ms',
     });
-    assert.ok(Date.now() - started >= 450);
   });
 
   test('tagged NO is bad_credentials with its code; NO [UNAVAILABLE] and BAD are not', async () => {

@@ -13,7 +13,7 @@ import { makeTestCertificates, type TestCertificates } from './helpers/certs.ts'
 import { type HostileOptions, startHostileImap } from './helpers/hostile-imap.ts';
 
 const TIMEOUT_MS = 1500;
-// Generous: the machine is shared; what matters is that nothing waits past the deadline.
+// How long the server may take to see its sockets closed (a wait, not a measure: the machine is shared).
 const SLACK_MS = 2500;
 const PASSWORD = 'pässwörd-of-alice';
 
@@ -225,17 +225,19 @@ describe('a hostile IMAP server', () => {
       });
       const t = await appFor(server.port, trick.security);
       try {
-        const started = Date.now();
         const { response, sessionid } = await loginAs(t.fastify, 'alice', PASSWORD);
-        const elapsed = Date.now() - started;
         assert.equal(response.statusCode, 403, JSON.stringify(lastAudit(t)));
         assert.deepEqual(response.json(), { detail: 'Cannot log you in' });
         assert.equal(sessionid, '');
         assert.equal(await t.stores.sessions.countActive(Date.now()), 0);
         const audit = lastAudit(t);
         assert.equal(audit.failure, trick.failure, JSON.stringify(audit));
-        assert.ok(elapsed <= TIMEOUT_MS + SLACK_MS, `answered after ${elapsed} ms`);
-        if (trick.stalls === true) assert.ok(elapsed >= TIMEOUT_MS - 100, `gave up after ${elapsed} ms`);
+        // Which mechanism ended the attempt, not a stopwatch: a stall only the deadline can end (a
+        // broken deadline hangs to the test timeout); every other trick is caught as what it is,
+        // before the deadline, so its reason is never the deadline's.
+        const deadline = `no answer within ${TIMEOUT_MS} ms`;
+        if (trick.stalls === true) assert.equal(audit.reason, deadline, JSON.stringify(audit));
+        else assert.notEqual(audit.reason, deadline, JSON.stringify(audit));
         if (trick.neverTls === true) {
           const sent = server.received();
           assert.ok(!sent.includes(PASSWORD), 'the password was sent in clear');
