@@ -4,6 +4,7 @@
 // servers that misbehave (helpers/fake-imap.ts), and a TCP fault proxy in front of the real Dovecot
 // (the greeting never comes, the TLS handshake stalls, a reset during AUTHENTICATE, 2 s latency on
 // every packet). Also: x-originating-ip forwarding.
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,7 @@ import { type Dovecot, startDovecot } from './helpers/dovecot.ts';
 import { startFakeImap } from './helpers/fake-imap.ts';
 import { type FaultProxy, startFaultProxy } from './helpers/fault-proxy.ts';
 import { freePort } from './helpers/ports.ts';
+import { referenceTimer } from './helpers/reference-timer.ts';
 
 function lastAudit(t: TestApp): { failure?: string; reason?: string } {
   const audits = t.logs.map((line) => JSON.parse(line)).filter((entry) => entry.audit === 'login');
@@ -48,10 +50,14 @@ describe('IMAP faults', () => {
     const silent = await startFakeImap('silent');
     const t = await startTestApp({ env: plainTo(silent.port, 1000) });
     try {
+      const reference = referenceTimer(1000);
       const { response } = await loginAs(t.fastify, 'alice', 'alice-password');
+      reference.cancel();
       assert.equal(response.statusCode, 403);
       // The server never greets, so only the deadline can end the wait (a broken one hangs to the
-      // test timeout), and the audit line says it did.
+      // test timeout), and the audit line says it did; not before it: a timer of the deadline's
+      // length started first has fired (helpers/reference-timer.ts).
+      assert.ok(reference.fired, 'gave up before the deadline');
       assert.deepEqual(pick(lastAudit(t)), {
         failure: 'upstream_unavailable',
         reason: 'no answer within 1000 ms',
@@ -220,11 +226,15 @@ describe('IMAP faults through a proxy', () => {
       const t = c.app();
       const proxy = c.proxy();
       proxy.setFault(c.fault);
+      const reference = referenceTimer(TIMEOUT_MS);
       const { response } = await loginAs(t.fastify, 'alice', 'alice-password');
+      reference.cancel();
       assert.equal(response.statusCode, 403);
       assert.deepEqual(response.json(), { detail: 'Cannot log you in' });
       // What ended the attempt: the deadline for a stall or a crawl (a broken one hangs to the test
-      // timeout), the reset itself for a reset.
+      // timeout), and not before it (a timer of its length started first has fired); the reset
+      // itself for a reset, before the deadline.
+      assert.equal(reference.fired, c.reason === DEADLINE, 'ended at the deadline exactly when stalled');
       assert.deepEqual(pick(lastAudit(t)), { failure: 'upstream_unavailable', reason: c.reason });
       proxy.setFault({ kind: 'none' });
       await drained(proxy);

@@ -2,6 +2,7 @@
 // LDAPS and required StartTLS, awkward passwords and DNs, injection attempts, empty passwords,
 // ambiguous matches, a wrong service account, and a directory that is down, hangs or presents a
 // certificate we do not trust — each answered per §8 within the deadline, with nothing left open.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { BackendSpec } from '../src/backends/auth-config.ts';
@@ -10,6 +11,7 @@ import { createBackend } from '../src/backends/build.ts';
 import { type LdapSettings, ldapLoginOnce, probeLdap } from '../src/backends/ldap/authenticator.ts';
 import { backendTls } from '../src/backends/tls.ts';
 import { type FaultProxy, startFaultProxy } from './helpers/fault-proxy.ts';
+import { referenceTimer } from './helpers/reference-timer.ts';
 import {
   DIRECTORY_USERS,
   directoryUser,
@@ -176,13 +178,20 @@ describe('LDAP outages and misconfigurations answer within the deadline and leav
     ['StartTLS', () => slapd.plainPort, 'starttls'],
   ] as const) {
     test(`a directory that accepts and never answers (${mode}) is upstream_unavailable`, async () => {
+      let firedAtAnswer = false;
       const { result, proxy } = await throughProxy(port(), async (p) => {
         p.setFault({ kind: 'stall' });
         const url = `${security === 'tls' ? 'ldaps' : 'ldap'}://localhost:${p.port}`;
-        return login(search({ url, security }), 'alice', directoryUser('alice').password);
+        const reference = referenceTimer(TIMEOUT_MS);
+        const answer = await login(search({ url, security }), 'alice', directoryUser('alice').password);
+        firedAtAnswer = reference.fired;
+        reference.cancel();
+        return answer;
       });
       // Nothing is forwarded, so only the deadline can end it (a broken one hangs to the test
-      // timeout), and the reason says it did.
+      // timeout), and the reason says it did; not before it: a timer of its length started first
+      // had fired when the answer came.
+      assert.ok(firedAtAnswer, 'gave up before the deadline');
       assert.deepEqual(result, {
         ok: false,
         failure: 'upstream_unavailable',
