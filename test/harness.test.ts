@@ -209,6 +209,7 @@ describe('Dovecot harness', () => {
   after(() => dovecot?.stop());
 
   test('greets and has a CA, a plain port and a TLS port', async () => {
+    assert.equal(await dovecot.setting('auth_failure_delay'), '0', 'refusals are not delayed by default');
     assert.equal(dovecot.host, '127.0.0.1');
     assert.notEqual(dovecot.plainPort, dovecot.tlsPort);
     assert.match(dovecot.caPem, /BEGIN CERTIFICATE/);
@@ -388,13 +389,14 @@ describe('Dovecot variants', () => {
     }
   });
 
-  test('authFailureDelay delays a refusal by at least that long', async (t) => {
+  // The delay itself is Dovecot's (auth_failure_delay); the harness's part is to hand it the option.
+  // So this reads the setting back as Dovecot parses this instance's config, not a stopwatch.
+  test('authFailureDelay reaches Dovecot as its auth_failure_delay', async (t) => {
     const dovecot = await startDovecot({ authFailureDelay: 2 });
     t.after(() => dovecot.stop());
-    const started = performance.now();
+    // Dovecot's own default is 2 secs too; that the default instance has 0 shows the option is ours.
+    assert.equal(await dovecot.setting('auth_failure_delay'), '2 secs');
     assert.match(await plainLogin(dovecot.plainPort, 'dave', 'not-daves-password'), /^NO/);
-    const elapsed = performance.now() - started;
-    assert.ok(elapsed >= 1500, `refused after ${Math.round(elapsed)} ms`);
     assert.match(await plainLogin(dovecot.plainPort, 'dave', 'dave-password'), /^OK/);
   });
 });

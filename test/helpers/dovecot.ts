@@ -1,12 +1,14 @@
 // A private Dovecot IMAP server for tests: its own config, certificates,
 // users, ports and log in a temp dir, run in the foreground as a child of
 // the test process, so the service is tested against the real thing.
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmod, chown, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { ensureDebianPackage } from './apt.ts';
 import { makeTestCertificates } from './certs.ts';
 import { lookupSystemUser, type ManagedChild, removeNow, removeOnExit, spawnManaged } from './child.ts';
@@ -14,6 +16,8 @@ import { readLines } from './lines.ts';
 import { freePorts } from './ports.ts';
 
 const DOVECOT_BIN = '/usr/sbin/dovecot';
+// Ships with dovecot-core, as the server does: parses a config file exactly as the server does.
+const DOVECONF_BIN = '/usr/bin/doveconf';
 const START_ATTEMPTS = 3;
 const START_TIMEOUT_MS = 20_000;
 
@@ -83,6 +87,8 @@ export interface Dovecot {
   users: readonly TestUser[];
   /** Successful IMAP logins in Dovecot's log, optionally only those of `username`. */
   loginCount(username?: string): Promise<number>;
+  /** A setting as this instance's Dovecot reads its config (`doveconf -h`), e.g. "2 secs". */
+  setting(name: string): Promise<string>;
   /** Stops Dovecot and deletes its temp dir. */
   stop(): Promise<void>;
 }
@@ -158,6 +164,10 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
         dir,
         users,
         loginCount: (username) => countLogins(logFile, username),
+        async setting(name) {
+          const { stdout } = await promisify(execFile)(DOVECONF_BIN, ['-c', configFile, '-h', name]);
+          return stdout.trim();
+        },
         stop() {
           stopped ??= (async () => {
             await relay?.close();
