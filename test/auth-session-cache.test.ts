@@ -10,6 +10,7 @@ import { runCli } from '../src/cli/main.ts';
 import { cachedSqliteSessions } from '../src/store/sqlite/sessions.ts';
 import { migrateSqlite, openSqliteDatabase } from '../src/store/sqlite/store.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
+import { lockedOnce } from './helpers/locked-once.ts';
 
 describe('the session cache across processes', () => {
   let a: TestApp;
@@ -139,32 +140,10 @@ describe('the session cache when reading the deletion log fails', () => {
     const dbA = openSqliteDatabase(file);
     migrateSqlite(dbA);
     const dbB = openSqliteDatabase(file);
-    let armed = false;
-    const flaky = new Proxy(dbB, {
-      get(target, key) {
-        if (key !== 'prepare') return Reflect.get(target, key, target);
-        return (sql: string) => {
-          const statement = target.prepare(sql);
-          if (!sql.includes('FROM session_deletions WHERE seq >')) return statement;
-          return new Proxy(statement, {
-            get(inner, name) {
-              const value = Reflect.get(inner, name, inner);
-              if (name !== 'all') return typeof value === 'function' ? value.bind(inner) : value;
-              return (...args: unknown[]) => {
-                if (armed) {
-                  armed = false;
-                  throw Object.assign(new Error('database is locked'), { errcode: 5 });
-                }
-                return inner.all(...(args as [number]));
-              };
-            },
-          });
-        };
-      },
-    });
+    const flaky = lockedOnce(dbB);
     const call = async <T>(work: () => T): Promise<T> => work();
     const a = cachedSqliteSessions(dbA, call);
-    const b = cachedSqliteSessions(flaky, call);
+    const b = cachedSqliteSessions(flaky.db, call);
     try {
       const now = Date.now();
       const idHash = Buffer.alloc(32, 7);
@@ -182,9 +161,9 @@ describe('the session cache when reading the deletion log fails', () => {
       );
       assert.equal((await b.get(idHash, now))?.username, 'alice', 'cached in B');
       assert.equal(await a.delete(idHash), true);
-      armed = true;
+      flaky.arm();
       await assert.rejects(b.get(idHash, now), /database is locked/);
-      assert.equal(armed, false, 'the log read was attempted and failed');
+      assert.equal(flaky.armed(), false, 'the log read was attempted and failed');
       assert.equal(await b.get(idHash, now), null, 'B must read the log it missed');
     } finally {
       dbB.close();

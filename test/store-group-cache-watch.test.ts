@@ -17,6 +17,7 @@ import {
 } from '../src/store/sqlite/commit-watch.ts';
 import { cachedSqliteSessions } from '../src/store/sqlite/sessions.ts';
 import { migrateSqlite, openSqliteDatabase, openSqliteStores } from '../src/store/sqlite/store.ts';
+import { lockedOnce } from './helpers/locked-once.ts';
 
 let dir: string;
 before(() => {
@@ -276,34 +277,12 @@ describe('the session cache on the watch', () => {
     const dbA = openSqliteDatabase(file);
     migrateSqlite(dbA);
     const dbB = openSqliteDatabase(file);
-    let armed = false;
-    const flaky = new Proxy(dbB, {
-      get(target, key) {
-        if (key !== 'prepare') return Reflect.get(target, key, target);
-        return (sql: string) => {
-          const statement = target.prepare(sql);
-          if (!sql.includes('FROM session_deletions WHERE seq >')) return statement;
-          return new Proxy(statement, {
-            get(inner, name) {
-              const value = Reflect.get(inner, name, inner);
-              if (name !== 'all') return typeof value === 'function' ? value.bind(inner) : value;
-              return (...args: unknown[]) => {
-                if (armed) {
-                  armed = false;
-                  throw Object.assign(new Error('database is locked'), { errcode: 5 });
-                }
-                return inner.all(...(args as [number]));
-              };
-            },
-          });
-        };
-      },
-    });
+    const flaky = lockedOnce(dbB);
     const call = async <T>(work: () => T): Promise<T> => work();
     const watch = watchCommits(dbB);
     assert.equal(watch.shared, true);
     const a = cachedSqliteSessions(dbA, call);
-    const b = cachedSqliteSessions(flaky, call, watch);
+    const b = cachedSqliteSessions(flaky.db, call, watch);
     try {
       const now = Date.now();
       const idHash = Buffer.alloc(32, 7);
@@ -321,9 +300,9 @@ describe('the session cache on the watch', () => {
       );
       assert.equal((await b.get(idHash, now))?.username, 'alice', 'cached in B');
       assert.equal(await a.delete(idHash), true);
-      armed = true;
+      flaky.arm();
       assert.equal(b.peek(idHash, now), undefined, 'the failure is left to the asynchronous path');
-      assert.equal(armed, false, 'the log read was attempted and failed');
+      assert.equal(flaky.armed(), false, 'the log read was attempted and failed');
       // The header has not changed since the failed attempt: the cache must still catch up, and
       // evict the session (a miss) rather than answer the cached record.
       assert.equal(b.peek(idHash, now), undefined, 'B read the log it missed');
