@@ -171,7 +171,7 @@ export const SETTINGS = {
   ACCESS_LOG: row(
     boolean({
       default: false,
-      desc: 'one `request completed` log line per request (method, URL, status, time, request id); off by default, as the proxy in front usually logs access (README: Logs). Logins, 5xx errors and warnings are logged either way',
+      desc: 'one `request completed` log line per request (method, URL, status, time, request id); off by default, as the proxy in front usually logs access (README: Logs and memory). Logins, 5xx errors and warnings are logged either way',
     }),
   ),
   SHUTDOWN_GRACE_MS: row(
