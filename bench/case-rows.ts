@@ -2,6 +2,7 @@
 // with the resident memory of each side sampled meanwhile) and how its figures become a row.
 import type { Dovecot } from '../test/helpers/dovecot.ts';
 import { alternate, type Contender, median, ratiosOf, type Schedule, type Side } from './compare.ts';
+import { wrkLoad } from './measures.ts';
 import { peaksDuring } from './procs.ts';
 import { type CaseRow, fixed, type MemoryRow, MIB, type Verdict } from './report.ts';
 import type { SeedResult } from './seed.ts';
@@ -37,6 +38,17 @@ export interface CaseResult {
 /** A side of a case: how to load it, and the processes (with their children) whose memory counts. */
 export interface Contestant extends Contender {
   readonly pids: readonly number[];
+}
+
+/** A side loaded by wrk with `script` on `urlPath`: one server, whose own processes count. */
+export function wrkContestant(
+  label: string,
+  server: Server,
+  script: string,
+  urlPath: string,
+  loadFile: string,
+): Contestant {
+  return { label, measure: wrkLoad(server, script, urlPath, loadFile), pids: [server.pid] };
 }
 
 /** Runs the sides in alternating rounds; returns each side and its sampled peak RSS (bytes). */

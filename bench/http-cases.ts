@@ -1,9 +1,9 @@
 // The wrk cases against one clubhouse process and the 1-process baseline: check with a valid
 // session and without a cookie, the group list and a group's detail, and check with 1 000 sessions
 // seeded against 1 000 000 (the same 1 000-session working set).
-import { type BenchContext, type CaseResult, caseRow, contest } from './case-rows.ts';
+import { type BenchContext, type CaseResult, caseRow, contest, wrkContestant } from './case-rows.ts';
 import { medianRound } from './compare.ts';
-import { sanityCheck, wrkLoad } from './measures.ts';
+import { sanityCheck } from './measures.ts';
 import { memoryOf } from './procs.ts';
 import { fixed, MIB } from './report.ts';
 import { startClubhouse } from './servers.ts';
@@ -13,30 +13,14 @@ export async function checkCases(context: BenchContext): Promise<CaseResult> {
   const { baseline, clubhouse, big, log } = context;
   log('GET /api/auth/check, valid session (rotating 10 000)');
   const valid = await contest(context, [
-    {
-      label: 'baseline',
-      measure: wrkLoad(baseline, 'check.lua', '/api/auth/check', big.loadFile),
-      pids: [baseline.pid],
-    },
-    {
-      label: 'clubhouse',
-      measure: wrkLoad(clubhouse, 'check.lua', '/api/auth/check', big.loadFile),
-      pids: [clubhouse.pid],
-    },
+    wrkContestant('baseline', baseline, 'check.lua', '/api/auth/check', big.loadFile),
+    wrkContestant('clubhouse', clubhouse, 'check.lua', '/api/auth/check', big.loadFile),
   ]);
   const p99 = medianRound(valid.sides[1]!).p99Ms;
   log('GET /api/auth/check, no cookie');
   const anonymous = await contest(context, [
-    {
-      label: 'baseline',
-      measure: wrkLoad(baseline, 'no-cookie.lua', '/api/auth/check', big.loadFile),
-      pids: [baseline.pid],
-    },
-    {
-      label: 'clubhouse',
-      measure: wrkLoad(clubhouse, 'no-cookie.lua', '/api/auth/check', big.loadFile),
-      pids: [clubhouse.pid],
-    },
+    wrkContestant('baseline', baseline, 'no-cookie.lua', '/api/auth/check', big.loadFile),
+    wrkContestant('clubhouse', clubhouse, 'no-cookie.lua', '/api/auth/check', big.loadFile),
   ]);
   return {
     rows: [
@@ -79,12 +63,8 @@ export async function groupCases(context: BenchContext, listBytes: number): Prom
   ] as const) {
     log(name);
     const { sides, peaks } = await contest(context, [
-      { label: 'baseline', measure: wrkLoad(baseline, script, urlPath, big.loadFile), pids: [baseline.pid] },
-      {
-        label: 'clubhouse',
-        measure: wrkLoad(clubhouse, script, urlPath, big.loadFile),
-        pids: [clubhouse.pid],
-      },
+      wrkContestant('baseline', baseline, script, urlPath, big.loadFile),
+      wrkContestant('clubhouse', clubhouse, script, urlPath, big.loadFile),
     ]);
     rows.push(
       caseRow({
@@ -119,21 +99,9 @@ export async function sizeCase(context: BenchContext): Promise<CaseResult> {
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const idle = memoryOf(server.pid).rss;
   const { sides, peaks } = await contest(context, [
-    {
-      label: 'baseline',
-      measure: wrkLoad(baseline, 'check.lua', '/api/auth/check', small.loadFile),
-      pids: [baseline.pid],
-    },
-    {
-      label: '1 000 sessions',
-      measure: wrkLoad(server, 'check.lua', '/api/auth/check', small.loadFile),
-      pids: [server.pid],
-    },
-    {
-      label: '1 000 000 sessions',
-      measure: wrkLoad(clubhouse, 'check.lua', '/api/auth/check', context.big1kLoadFile),
-      pids: [clubhouse.pid],
-    },
+    wrkContestant('baseline', baseline, 'check.lua', '/api/auth/check', small.loadFile),
+    wrkContestant('1 000 sessions', server, 'check.lua', '/api/auth/check', small.loadFile),
+    wrkContestant('1 000 000 sessions', clubhouse, 'check.lua', '/api/auth/check', context.big1kLoadFile),
   ]);
   const [reference, smaller, bigger] = sides as [(typeof sides)[0], (typeof sides)[0], (typeof sides)[0]];
   const hwm = memoryOf(server.pid).hwm;

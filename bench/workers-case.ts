@@ -1,8 +1,16 @@
 // WORKERS=2: check with a valid session on a 2-worker clubhouse, against a 2-worker baseline and,
 // in the same rounds, the 1-process clubhouse (how much the second worker adds).
-import { atLeast, type BenchContext, type CaseResult, caseRow, contest, memoryVerdict } from './case-rows.ts';
+import {
+  atLeast,
+  type BenchContext,
+  type CaseResult,
+  caseRow,
+  contest,
+  memoryVerdict,
+  wrkContestant,
+} from './case-rows.ts';
 import { median, medianRound, ratiosOf } from './compare.ts';
-import { sanityCheck, wrkLoad } from './measures.ts';
+import { sanityCheck } from './measures.ts';
 import { memoryOf, sumMemory } from './procs.ts';
 import { fixed, MIB } from './report.ts';
 import { type Server, startBaseline, startClubhouse } from './servers.ts';
@@ -60,21 +68,9 @@ export async function workersCase(context: BenchContext): Promise<CaseResult> {
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const [idle, baselineIdle] = [treeMemory(server).now, treeMemory(baseline).now];
   const { sides, peaks } = await contest(context, [
-    {
-      label: 'baseline WORKERS=2',
-      measure: wrkLoad(baseline, 'check.lua', '/api/auth/check', big.loadFile),
-      pids: [baseline.pid],
-    },
-    {
-      label: 'clubhouse WORKERS=2',
-      measure: wrkLoad(server, 'check.lua', '/api/auth/check', big.loadFile),
-      pids: [server.pid],
-    },
-    {
-      label: 'clubhouse 1 process',
-      measure: wrkLoad(clubhouse, 'check.lua', '/api/auth/check', big.loadFile),
-      pids: [clubhouse.pid],
-    },
+    wrkContestant('baseline WORKERS=2', baseline, 'check.lua', '/api/auth/check', big.loadFile),
+    wrkContestant('clubhouse WORKERS=2', server, 'check.lua', '/api/auth/check', big.loadFile),
+    wrkContestant('clubhouse 1 process', clubhouse, 'check.lua', '/api/auth/check', big.loadFile),
   ]);
   const [reference, subject, single] = sides as [(typeof sides)[0], (typeof sides)[0], (typeof sides)[0]];
   const scaling = ratiosOf(subject, single);
