@@ -10,7 +10,7 @@ import { runCli } from '../src/cli/main.ts';
 import { cachedSqliteSessions } from '../src/store/sqlite/sessions.ts';
 import { migrateSqlite, openSqliteDatabase } from '../src/store/sqlite/store.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
-import { lockedOnce } from './helpers/locked-once.ts';
+import { aliceSession, lockedOnce } from './helpers/sqlite-sessions.ts';
 
 describe('the session cache across processes', () => {
   let a: TestApp;
@@ -147,18 +147,7 @@ describe('the session cache when reading the deletion log fails', () => {
     try {
       const now = Date.now();
       const idHash = Buffer.alloc(32, 7);
-      dbA.prepare('INSERT INTO users (username, active, created_at) VALUES (?, 1, ?)').run('alice', now);
-      await a.create(
-        {
-          idHash,
-          username: 'alice',
-          createdAt: now,
-          expiresAt: now + 60_000,
-          clientIp: null,
-          userAgent: null,
-        },
-        100,
-      );
+      await aliceSession(dbA, a, idHash, now);
       assert.equal((await b.get(idHash, now))?.username, 'alice', 'cached in B');
       assert.equal(await a.delete(idHash), true);
       flaky.arm();

@@ -17,7 +17,7 @@ import {
 } from '../src/store/sqlite/commit-watch.ts';
 import { cachedSqliteSessions } from '../src/store/sqlite/sessions.ts';
 import { migrateSqlite, openSqliteDatabase, openSqliteStores } from '../src/store/sqlite/store.ts';
-import { lockedOnce } from './helpers/locked-once.ts';
+import { aliceSession, lockedOnce } from './helpers/sqlite-sessions.ts';
 
 let dir: string;
 before(() => {
@@ -241,18 +241,7 @@ describe('the session cache on the watch', () => {
     try {
       const now = Date.now();
       const idHash = Buffer.alloc(32, 9);
-      dbA.prepare('INSERT INTO users (username, active, created_at) VALUES (?, 1, ?)').run('alice', now);
-      await a.create(
-        {
-          idHash,
-          username: 'alice',
-          createdAt: now,
-          expiresAt: now + 60_000,
-          clientIp: null,
-          userAgent: null,
-        },
-        100,
-      );
+      await aliceSession(dbA, a, idHash, now);
       assert.equal((await b.get(idHash, now))?.username, 'alice');
       pragmas = 0;
       for (let i = 0; i < 100; i++) assert.equal(b.peek(idHash, now)?.username, 'alice');
@@ -286,18 +275,7 @@ describe('the session cache on the watch', () => {
     try {
       const now = Date.now();
       const idHash = Buffer.alloc(32, 7);
-      dbA.prepare('INSERT INTO users (username, active, created_at) VALUES (?, 1, ?)').run('alice', now);
-      await a.create(
-        {
-          idHash,
-          username: 'alice',
-          createdAt: now,
-          expiresAt: now + 60_000,
-          clientIp: null,
-          userAgent: null,
-        },
-        100,
-      );
+      await aliceSession(dbA, a, idHash, now);
       assert.equal((await b.get(idHash, now))?.username, 'alice', 'cached in B');
       assert.equal(await a.delete(idHash), true);
       flaky.arm();

@@ -1,7 +1,18 @@
-// A node:sqlite connection whose deletion-log read fails once with SQLITE_BUSY when armed: the
-// session cache must then try again on the next call rather than trust what it holds (issue 12,
-// defect 4). Used by the session-cache and commit-watch tests.
+// For the tests of the SQLite session cache (auth-session-cache, store-group-cache-watch): a live
+// session of alice's written through one connection, and a connection whose deletion-log read fails
+// once with SQLITE_BUSY when armed: the cache must then try again on the next call rather than trust
+// what it holds (issue 12, defect 4).
 import type { DatabaseSync } from 'node:sqlite';
+import type { SessionStore } from '../../src/store/types.ts';
+
+/** Creates user alice on `db` and, through `store`, a session of hers with id hash `idHash`, live for a minute. */
+export async function aliceSession(db: DatabaseSync, store: SessionStore, idHash: Buffer, now: number) {
+  db.prepare('INSERT INTO users (username, active, created_at) VALUES (?, 1, ?)').run('alice', now);
+  await store.create(
+    { idHash, username: 'alice', createdAt: now, expiresAt: now + 60_000, clientIp: null, userAgent: null },
+    100,
+  );
+}
 
 export interface LockedOnce {
   /** The connection to hand to the store. */
