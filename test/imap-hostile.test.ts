@@ -14,7 +14,12 @@ import { makeTestCertificates, type TestCertificates } from './helpers/certs.ts'
 import { type HostileOptions, startHostileImap } from './helpers/hostile-imap.ts';
 import { referenceTimer } from './helpers/reference-timer.ts';
 
+// IMAP_TIMEOUT_MS of the stalling tricks: only the deadline ends them, so it is kept short.
 const TIMEOUT_MS = 1500;
+// IMAP_TIMEOUT_MS of every other trick: it must be caught as what it is (its own reason, its own
+// failure class), never by the deadline; a long deadline keeps a starved event loop on a loaded
+// machine from turning a quick refusal into a timeout (it did once in CI: 1.5 s under load).
+const PATIENT_TIMEOUT_MS = 30_000;
 // How long the server may take to see its sockets closed (a wait, not a measure: the machine is shared).
 const SLACK_MS = 2500;
 const PASSWORD = 'pässwörd-of-alice';
@@ -205,14 +210,14 @@ describe('a hostile IMAP server', () => {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  const appFor = (port: number, security: Trick['security']) =>
+  const appFor = (port: number, security: Trick['security'], timeoutMs: number) =>
     startTestApp({
       env: {
         IMAP_HOST: security === 'plain' ? '127.0.0.1' : 'localhost',
         IMAP_PORT: String(port),
         IMAP_SECURITY: security,
         IMAP_CA_FILE: certs.caFile,
-        IMAP_TIMEOUT_MS: String(TIMEOUT_MS),
+        IMAP_TIMEOUT_MS: String(timeoutMs),
         ...(security === 'plain' ? {} : { IMAP_FORWARD_CLIENT_IP: 'true' }),
       },
     });
@@ -225,9 +230,10 @@ describe('a hostile IMAP server', () => {
         implicitTls: trick.security === 'tls',
         ...trick.server,
       });
-      const t = await appFor(server.port, trick.security);
+      const timeoutMs = trick.stalls === true ? TIMEOUT_MS : PATIENT_TIMEOUT_MS;
+      const t = await appFor(server.port, trick.security, timeoutMs);
       try {
-        const reference = referenceTimer(TIMEOUT_MS);
+        const reference = referenceTimer(timeoutMs);
         const { response, sessionid } = await loginAs(t.fastify, 'alice', PASSWORD);
         reference.cancel();
         assert.equal(response.statusCode, 403, JSON.stringify(lastAudit(t)));
@@ -239,7 +245,7 @@ describe('a hostile IMAP server', () => {
         // Which mechanism ended the attempt, not a stopwatch: a stall only the deadline can end (a
         // broken deadline hangs to the test timeout), and not before it (a timer of its length
         // started first has fired); every other trick is caught as what it is, before the deadline.
-        const deadline = `no answer within ${TIMEOUT_MS} ms`;
+        const deadline = `no answer within ${timeoutMs} ms`;
         if (trick.stalls === true) assert.equal(audit.reason, deadline, JSON.stringify(audit));
         else assert.notEqual(audit.reason, deadline, JSON.stringify(audit));
         assert.equal(reference.fired, trick.stalls === true, 'ended at the deadline exactly when stalled');
@@ -248,14 +254,14 @@ describe('a hostile IMAP server', () => {
           assert.ok(!sent.includes(PASSWORD), 'the password was sent in clear');
           assert.ok(!/AUTHENTICATE|LOGIN/i.test(sent), `the client sent: ${sent.slice(0, 200)}`);
         }
-        await server.drained(TIMEOUT_MS + SLACK_MS);
+        await server.drained(timeoutMs + SLACK_MS);
         if (trick.probe === true) {
           const ready = await t.fastify.inject({ url: '/readyz' });
           assert.equal(ready.statusCode, 503);
           const body = ready.json();
           assert.deepEqual(body.failing, ['imap']);
           assert.ok(body.checks.imap.startsWith(`${trick.failure}: `), body.checks.imap);
-          await server.drained(TIMEOUT_MS + SLACK_MS);
+          await server.drained(timeoutMs + SLACK_MS);
         }
       } finally {
         await t.close();
@@ -271,7 +277,7 @@ describe('a hostile IMAP server', () => {
       caps: 'IMAP4rev1 STARTTLS LOGINDISABLED',
       tlsCaps: 'IMAP4rev1 AUTH=PLAIN SASL-IR',
     });
-    const t = await appFor(server.port, 'starttls');
+    const t = await appFor(server.port, 'starttls', PATIENT_TIMEOUT_MS);
     try {
       const { response } = await loginAs(t.fastify, 'alice', PASSWORD);
       assert.equal(response.statusCode, 200, JSON.stringify(lastAudit(t)));
