@@ -66,15 +66,16 @@ try {
     },
     100,
   );
+  const key = idHash.toString('hex');
   const before = cachedSqliteSessions(stores.db, call, unwatched());
   const after = cachedSqliteSessions(stores.db, call, watch);
   await before.get(idHash, now);
   await after.get(idHash, now);
-  if (before.peek(idHash, now)?.username !== 'alice' || after.peek(idHash, now)?.username !== 'alice')
+  if (before.peek(key, now)?.username !== 'alice' || after.peek(key, now)?.username !== 'alice')
     throw new Error('the sessions are not cached');
   race({
-    'session peek, before (data_version every call)': () => before.peek(idHash, now),
-    'session peek, after (WAL-index header)': () => after.peek(idHash, now),
+    'session peek, before (data_version every call)': () => before.peek(key, now),
+    'session peek, after (WAL-index header)': () => after.peek(key, now),
   });
   // Another connection commits (a login elsewhere) before every 100th call: the slow path's share.
   const touch = other.db.prepare('UPDATE sessions SET last_seen = ? WHERE id_hash = ?');
@@ -84,8 +85,8 @@ try {
     return peek();
   };
   race({
-    'session peek + a commit elsewhere every 100 calls, before': committing(() => before.peek(idHash, now)),
-    'session peek + a commit elsewhere every 100 calls, after': committing(() => after.peek(idHash, now)),
+    'session peek + a commit elsewhere every 100 calls, before': committing(() => before.peek(key, now)),
+    'session peek + a commit elsewhere every 100 calls, after': committing(() => after.peek(key, now)),
   });
   const cache = stores.groups;
   if (hasGroupCache(cache)) {

@@ -244,15 +244,15 @@ describe('the session cache on the watch', () => {
       await aliceSession(dbA, a, idHash, now);
       assert.equal((await b.get(idHash, now))?.username, 'alice');
       pragmas = 0;
-      for (let i = 0; i < 100; i++) assert.equal(b.peek(idHash, now)?.username, 'alice');
+      for (let i = 0; i < 100; i++) assert.equal(b.peek(idHash.toString('hex'), now)?.username, 'alice');
       assert.equal(pragmas, 0, 'answered from memory without a statement');
       dbA.exec("UPDATE users SET last_login_at = 1 WHERE username = 'alice'");
-      assert.equal(b.peek(idHash, now)?.username, 'alice');
+      assert.equal(b.peek(idHash.toString('hex'), now)?.username, 'alice');
       assert.equal(pragmas, 1, 'one data_version after a commit elsewhere');
-      assert.equal(b.peek(idHash, now)?.username, 'alice');
+      assert.equal(b.peek(idHash.toString('hex'), now)?.username, 'alice');
       assert.equal(pragmas, 1);
       assert.equal(await a.delete(idHash), true);
-      assert.equal(b.peek(idHash, now), undefined, 'the deletion is seen at once');
+      assert.equal(b.peek(idHash.toString('hex'), now), undefined, 'the deletion is seen at once');
       assert.equal(await b.get(idHash, now), null);
     } finally {
       dbB.close();
@@ -279,11 +279,15 @@ describe('the session cache on the watch', () => {
       assert.equal((await b.get(idHash, now))?.username, 'alice', 'cached in B');
       assert.equal(await a.delete(idHash), true);
       flaky.arm();
-      assert.equal(b.peek(idHash, now), undefined, 'the failure is left to the asynchronous path');
+      assert.equal(
+        b.peek(idHash.toString('hex'), now),
+        undefined,
+        'the failure is left to the asynchronous path',
+      );
       assert.equal(flaky.armed(), false, 'the log read was attempted and failed');
       // The header has not changed since the failed attempt: the cache must still catch up, and
       // evict the session (a miss) rather than answer the cached record.
-      assert.equal(b.peek(idHash, now), undefined, 'B read the log it missed');
+      assert.equal(b.peek(idHash.toString('hex'), now), undefined, 'B read the log it missed');
       assert.equal(await b.get(idHash, now), null);
     } finally {
       dbB.close();

@@ -34,11 +34,15 @@ export class LastSeen {
 
   /** The session was seen at `now` (cheap: called on every authenticated request). */
   note(idHash: Buffer, now: number): void {
-    const key = idHash.toString('hex');
+    this.noteKey(idHash.toString('hex'), now);
+  }
+
+  /** note() for the hex of the session's hash (sessionKey): the hash's Buffer is made only when noted. */
+  noteKey(key: string, now: number): void {
     const noted = this.#noted.get(key);
     if (noted !== undefined && now - noted < RECORD_INTERVAL_MS) return;
     this.#noted.set(key, now);
-    this.#pending.set(key, { idHash, at: now });
+    this.#pending.set(key, { idHash: Buffer.from(key, 'hex'), at: now });
     if (this.#timer === null) {
       this.#timer = setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
       this.#timer.unref();

@@ -25,7 +25,7 @@ export function groupDetail(store: GroupStore, id: number, username: string): Pr
  * myGroups as the JSON the route sends, when the store can answer from memory (GroupCache, issue 14);
  * undefined when myGroups must be asked.
  */
-export function myGroupsJson(store: GroupStore, username: string): string | undefined {
+export function myGroupsJson(store: GroupStore, username: string): Buffer | undefined {
   return hasGroupCache(store) ? store.peekList(username) : undefined;
 }
 

@@ -37,9 +37,9 @@ export function responseHeaders(
   };
 }
 
-/** Sends an already-serialized JSON body. */
-export function sendJson(reply: FastifyReply, status: number, body: string): FastifyReply {
-  return reply.code(status).type(JSON_TYPE).send(body);
+/** Sends an already-serialized JSON body (a Buffer holds UTF-8: Fastify adds the charset only to strings). */
+export function sendJson(reply: FastifyReply, status: number, body: string | Buffer): FastifyReply {
+  return reply.code(status).type(JSON_CONTENT_TYPE).send(body);
 }
 
 /** Sends `{"detail": ...}` (contract §1: the body of every error), with extra headers (Allow, Retry-After). */

@@ -20,7 +20,7 @@ import { requestId } from './request-id.ts';
 
 /** What the group cache answers synchronously: the JSON body, or undefined (ask the store). */
 export interface GroupReads {
-  peekList(username: string): string | undefined;
+  peekList(username: string): Buffer | undefined;
   peekDetail(id: number, username: string): string | undefined;
 }
 
@@ -48,7 +48,7 @@ const DETAIL_ROUTE = '/api/group/:id';
 const ALLOW = 'GET, HEAD, OPTIONS';
 const LOGGED_OUT = '""';
 
-type Answer = { readonly status: number; readonly body: string; readonly route: string };
+type Answer = { readonly status: number; readonly body: string | Buffer; readonly route: string };
 
 /** The raw read handler. */
 export function rawReads(deps: RawReadDeps): RawHandler {
@@ -93,7 +93,9 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     );
     headers['allow'] = ALLOW;
     headers['content-type'] = JSON_CONTENT_TYPE;
-    headers['content-length'] = String(Buffer.byteLength(result.body));
+    headers['content-length'] = String(
+      typeof result.body === 'string' ? Buffer.byteLength(result.body) : result.body.length,
+    );
     response.writeHead(result.status, headers);
     response.end(method === 'HEAD' ? undefined : result.body);
     const ms = performance.now() - started;

@@ -64,7 +64,8 @@ export interface SessionStore {
  * memory, synchronously, with the same exactness; undefined when the store itself must be asked.
  */
 export interface SessionCache {
-  peek(idHash: Buffer, now: number): SessionRecord | null | undefined;
+  /** `key` is the hex of the id's hash (sessionKey): the hot path makes no Buffer (issue 14). */
+  peek(key: string, now: number): SessionRecord | null | undefined;
 }
 
 /** True for a session store that also offers the in-memory answer. */
@@ -197,8 +198,11 @@ export interface GroupStore {
  * when the store itself must be asked (a miss, a detail of a group that does not exist, a failure).
  */
 export interface GroupCache {
-  /** JSON of listForMember(username): an array of groups with exactly the Group fields, in order. */
-  peekList(username: string): string | undefined;
+  /**
+   * JSON of listForMember(username), in UTF-8: an array of groups with exactly the Group fields, in
+   * order. The caller must not change the bytes (an empty list is one shared Buffer).
+   */
+  peekList(username: string): Buffer | undefined;
   /** JSON of detail(id, username): a GroupDetail with exactly its fields, in order. */
   peekDetail(id: number, username: string): string | undefined;
 }

@@ -13,8 +13,9 @@
 //   whole cache is simpler than knowing what a change touched, and as exact.
 // What is kept: each group's JSON (the list's element; the detail adds member_status to it), and
 // each user's memberships (group ids and statuses, every status: the detail needs pending ones too).
-// A list is the JSON of the user's member and administrator groups joined; a detail, the group's
-// JSON with the status spliced in. Both are bounded (oldest first out).
+// A list is the JSON of the user's member and administrator groups copied into one Buffer, the bytes
+// the socket is sent (no joined string to encode per request); a detail, the group's JSON with the
+// status spliced in. Both are bounded (oldest first out).
 import type { DatabaseSync } from 'node:sqlite';
 import { GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
 import { GROUP_COLUMNS, toGroup, toGroupDetail } from '../sql/rows.ts';
@@ -37,6 +38,34 @@ export const GROUP_CACHE_LIMITS = {
 export type GroupCacheLimits = { readonly [K in keyof typeof GROUP_CACHE_LIMITS]: number };
 
 type Call = <T>(work: () => T) => Promise<T>;
+
+/**
+ * A group's JSON as kept: an ASCII one as its string (one byte a character: copied into a list as
+ * latin1, no encoding), any other as its UTF-8 bytes. Either way `.length` counts its bytes.
+ */
+type GroupJson = string | Buffer;
+
+const isAscii = (json: string) => Buffer.byteLength(json) === json.length;
+const keptJson = (json: string): GroupJson => (isAscii(json) ? json : Buffer.from(json));
+const textOf = (json: GroupJson): string => (typeof json === 'string' ? json : json.toString());
+const EMPTY_LIST = Buffer.from('[]');
+const [OPEN, COMMA, CLOSE] = [0x5b, 0x2c, 0x5d];
+
+/** `parts` as one JSON array, in bytes. */
+function listBytes(parts: readonly GroupJson[]): Buffer {
+  if (parts.length === 0) return EMPTY_LIST;
+  let total = parts.length + 1; // the brackets and the commas between
+  for (const part of parts) total += part.length;
+  const out = Buffer.allocUnsafe(total);
+  out[0] = OPEN;
+  let at = 1;
+  for (const part of parts) {
+    if (at > 1) out[at++] = COMMA;
+    at += typeof part === 'string' ? out.write(part, at, 'latin1') : part.copy(out, at);
+  }
+  out[at] = CLOSE;
+  return out;
+}
 
 /** A user's memberships: group ids ascending, and the status of each. */
 interface Memberships {
@@ -119,8 +148,10 @@ export function cachedSqliteGroups(
   const listQuery = db.prepare(sqliteSql(GROUP_QUERIES.listForMember));
   const detailQuery = db.prepare(sqliteSql(GROUP_QUERIES.detail));
 
-  // Approximate bytes: the characters, and the string's and the Map entry's own share.
-  const groups = new WeighedMap<number, string>(limits.groupBytes, (json) => json.length + 48);
+  // Approximate bytes: the characters, and the string's (a Buffer's) and the Map entry's own share.
+  const groups = new WeighedMap<number, GroupJson>(limits.groupBytes, (json) =>
+    typeof json === 'string' ? json.length + 48 : json.length + 200,
+  );
   const members = new WeighedMap<string, Memberships>(limits.membershipBytes, (m) => 5 * m.ids.length + 160);
   let generation = Number.NaN;
   let seenEpoch = Number.NaN;
@@ -143,7 +174,8 @@ export function cachedSqliteGroups(
   const keepGroup = (group: Group) => {
     const json = JSON.stringify(group);
     // Unchanged: left where it is (a re-insertion would only churn the Map).
-    if (groups.get(group.id) !== json) groups.set(group.id, json);
+    const kept = groups.get(group.id);
+    if (kept === undefined || textOf(kept) !== json) groups.set(group.id, keptJson(json));
   };
 
   /**
@@ -196,7 +228,7 @@ export function cachedSqliteGroups(
         sync();
         const memberships = members.get(username);
         if (memberships === undefined) return undefined;
-        const parts: string[] = [];
+        const parts: GroupJson[] = [];
         const { ids, statuses } = memberships;
         for (let i = 0; i < ids.length; i++) {
           if (statuses[i] === 0) continue;
@@ -204,7 +236,7 @@ export function cachedSqliteGroups(
           if (json === undefined) return undefined;
           parts.push(json);
         }
-        return `[${parts.join(',')}]`;
+        return listBytes(parts);
       } catch {
         return undefined; // the asynchronous path will report the failure
       }
@@ -216,7 +248,7 @@ export function cachedSqliteGroups(
         const memberships = members.get(username);
         if (json === undefined || memberships === undefined) return undefined;
         // The detail's fields are the group's, then member_status (schemas.ts: groupDetail).
-        return `${json.slice(0, -1)},"member_status":${statusOf(memberships, id)}}`;
+        return `${textOf(json).slice(0, -1)},"member_status":${statusOf(memberships, id)}}`;
       } catch {
         return undefined;
       }

@@ -99,9 +99,8 @@ export function cachedSqliteSessions(
   };
 
   /** The cached answer after catching up with other processes; undefined on a miss. */
-  const cached = (idHash: Buffer, now: number): SessionRecord | null | undefined => {
+  const cached = (key: string, now: number): SessionRecord | null | undefined => {
     syncWithOthers();
-    const key = idHash.toString('hex');
     const record = cache.get(key);
     if (record === undefined) return undefined;
     if (record.expiresAt > now) return record;
@@ -110,9 +109,9 @@ export function cachedSqliteSessions(
   };
 
   return {
-    peek: (idHash, now) => {
+    peek: (key, now) => {
       try {
-        return cached(idHash, now);
+        return cached(key, now);
       } catch {
         return undefined; // the asynchronous path will report the failure
       }
@@ -151,7 +150,7 @@ export function cachedSqliteSessions(
       }),
     get: (idHash, now) =>
       call(() => {
-        const known = cached(idHash, now);
+        const known = cached(idHash.toString('hex'), now);
         if (known !== undefined) return known;
         const row = select.get(idHash, now);
         if (row === undefined) return null;
