@@ -54,7 +54,7 @@ describe('IMAP guards', () => {
       if (username === 'wrong') await new Promise((resolve) => setTimeout(resolve, 50));
       return answers[username]!;
     };
-    const auth = createImapAuthenticator(SETTINGS, login, undefined, undefined, new RefusalTiming(60_000));
+    const auth = createImapAuthenticator(SETTINGS, { login, timing: new RefusalTiming(60_000) });
     assert.equal(auth.refusalDelayMs(), 60_000, 'the seed until a refusal is measured');
     for (const username of ['ok', 'down', 'odd']) await auth.verify(username, 'pw', '192.0.2.1');
     assert.equal(auth.refusalDelayMs(), 60_000, 'successes, outages and misconfigurations are no refusals');
@@ -71,7 +71,7 @@ describe('IMAP guards', () => {
 
   test('at most IMAP_MAX_CONCURRENCY attempts run; more wait in a bounded queue; a full queue fails', async () => {
     const gate = gatedLogin();
-    const auth = createImapAuthenticator(SETTINGS, gate.login);
+    const auth = createImapAuthenticator(SETTINGS, { login: gate.login });
     const results = ['a', 'b', 'c', 'd'].map((u) => auth.verify(u, 'pw', '192.0.2.1'));
     await tick();
     assert.equal(gate.calls, 2, 'two run');
@@ -91,7 +91,10 @@ describe('IMAP guards', () => {
 
   test('a queued attempt gives up after IMAP_TIMEOUT_MS', async () => {
     const gate = gatedLogin();
-    const auth = createImapAuthenticator({ ...SETTINGS, maxConcurrency: 1, timeoutMs: 50 }, gate.login);
+    const auth = createImapAuthenticator(
+      { ...SETTINGS, maxConcurrency: 1, timeoutMs: 50 },
+      { login: gate.login },
+    );
     const first = auth.verify('a', 'pw', '192.0.2.1');
     const second = auth.verify('b', 'pw', '192.0.2.1');
     assert.deepEqual(await second, {
@@ -106,7 +109,10 @@ describe('IMAP guards', () => {
 
   test('identical concurrent attempts share one IMAP login; different passwords do not', async () => {
     const gate = gatedLogin();
-    const auth = createImapAuthenticator({ ...SETTINGS, maxConcurrency: 100, queueLimit: 100 }, gate.login);
+    const auth = createImapAuthenticator(
+      { ...SETTINGS, maxConcurrency: 100, queueLimit: 100 },
+      { login: gate.login },
+    );
     const same = Array.from({ length: 50 }, () => auth.verify('alice', 'pw', '192.0.2.1'));
     const other = auth.verify('alice', 'other', '192.0.2.1');
     await tick();
@@ -126,14 +132,13 @@ describe('IMAP guards', () => {
     const breaker = new CircuitBreaker({ threshold: 3, openMs: 5000, now: () => now });
     let calls = 0;
     let answer: VerifyResult = { ok: false, failure: 'upstream_unavailable', reason: 'ECONNREFUSED' };
-    const auth = createImapAuthenticator(
-      SETTINGS,
-      async () => {
+    const auth = createImapAuthenticator(SETTINGS, {
+      login: async () => {
         calls++;
         return answer;
       },
       breaker,
-    );
+    });
     for (let i = 0; i < 3; i++) await auth.verify(`u${i}`, 'pw', '192.0.2.1');
     assert.equal(calls, 3);
     assert.equal(auth.stats().breaker, 'open');
@@ -157,11 +162,9 @@ describe('IMAP guards', () => {
   });
 
   test('bad credentials never open the breaker', async () => {
-    const auth = createImapAuthenticator(SETTINGS, async () => ({
-      ok: false,
-      failure: 'bad_credentials',
-      reason: 'IMAP NO',
-    }));
+    const auth = createImapAuthenticator(SETTINGS, {
+      login: async () => ({ ok: false, failure: 'bad_credentials', reason: 'IMAP NO' }),
+    });
     for (let i = 0; i < 20; i++) await auth.verify(`u${i}`, 'pw', '192.0.2.1');
     assert.equal(auth.stats().breaker, 'closed');
   });
