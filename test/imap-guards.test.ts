@@ -50,23 +50,53 @@ describe('IMAP guards', () => {
       odd: { ok: false, failure: 'upstream_misconfigured', reason: 'TLS' },
       wrong: { ok: false, failure: 'bad_credentials', reason: 'IMAP NO' },
     };
+    // A clock that moves only inside a login, by 37 ms: every attempt lasts exactly that (issue 14).
+    const clock = { ms: 0 };
     const login = async (_s: ImapSettings, _t: unknown, username: string) => {
-      if (username === 'wrong') await new Promise((resolve) => setTimeout(resolve, 50));
+      clock.ms += 37;
       return answers[username]!;
     };
-    const auth = createImapAuthenticator(SETTINGS, { login, timing: new RefusalTiming(60_000) });
+    const auth = createImapAuthenticator(SETTINGS, {
+      login,
+      timing: new RefusalTiming(60_000),
+      now: () => clock.ms,
+    });
     assert.equal(auth.refusalDelayMs(), 60_000, 'the seed until a refusal is measured');
     for (const username of ['ok', 'down', 'odd']) await auth.verify(username, 'pw', '192.0.2.1');
     assert.equal(auth.refusalDelayMs(), 60_000, 'successes, outages and misconfigurations are no refusals');
     await auth.verify('wrong', 'pw', '192.0.2.1');
-    const measured = auth.refusalDelayMs();
-    // Lower bound only (the machine may be loaded); the seed is far above anything measured here.
-    assert.ok(measured >= 45 && measured < 60_000, `${measured} ms`);
+    assert.equal(auth.refusalDelayMs(), 37, 'the refused login, as long as it took');
     assert.equal(
       auth.maxVerifyMs,
       2 * SETTINGS.timeoutMs,
       'a queue wait and a login, each within the deadline',
     );
+  });
+
+  test('a refusal is timed from before its queue wait, as the client waited (contract §3)', async () => {
+    const gate = gatedLogin();
+    const clock = { ms: 0 };
+    const auth = createImapAuthenticator(
+      { ...SETTINGS, maxConcurrency: 1 },
+      { login: gate.login, timing: new RefusalTiming(60_000), now: () => clock.ms },
+    );
+    const refused: VerifyResult = { ok: false, failure: 'bad_credentials', reason: 'IMAP NO' };
+    const first = auth.verify('a', 'pw', '192.0.2.1');
+    const second = auth.verify('b', 'pw', '192.0.2.1');
+    await tick();
+    assert.deepEqual(auth.stats(), { active: 1, queued: 1, breaker: 'closed' });
+    // The first login lasts 30 ms while the second waits for its slot, then the second lasts 20.
+    clock.ms = 30;
+    gate.pending[0]!.resolve(refused);
+    await first;
+    await tick();
+    assert.equal(gate.calls, 2, 'the queued attempt started when the slot freed');
+    clock.ms = 50;
+    gate.pending[1]!.resolve(refused);
+    await second;
+    const draws = new Set(Array.from({ length: 200 }, () => auth.refusalDelayMs()));
+    // Missing one of two in 200 draws has a probability of 2 × 2^-200: never.
+    assert.deepEqual(draws, new Set([30, 50]), 'the second refusal counts its 30 ms in the queue');
   });
 
   test('at most IMAP_MAX_CONCURRENCY attempts run; more wait in a bounded queue; a full queue fails', async () => {

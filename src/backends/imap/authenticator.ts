@@ -64,6 +64,8 @@ export interface ImapAuthenticatorOptions {
   readonly observe?: (result: VerifyResult, seconds: number) => void;
   /** Durations of recent refused passwords (contract §3); default seeded with IMAP_REFUSAL_SEED_MS. */
   readonly timing?: RefusalTiming;
+  /** The clock the guard reads durations from (default `performance.now`). */
+  readonly now?: () => number;
 }
 
 /**
@@ -85,5 +87,6 @@ export function createImapAuthenticator(
     observe: options.observe,
     classify: classifyImapError,
     timing: options.timing ?? new RefusalTiming(IMAP_REFUSAL_SEED_MS),
+    now: options.now,
   });
 }
