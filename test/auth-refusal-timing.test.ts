@@ -2,7 +2,7 @@
 // recent refusals of a wrong password, drawn at random (so the spread matches too), seeded at start.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { RefusalTiming } from '../src/backends/refusal-timing.ts';
+import { REFUSAL_SAMPLES, RefusalTiming } from '../src/backends/refusal-timing.ts';
 
 const draws = (timing: RefusalTiming, n: number) =>
   new Set(Array.from({ length: n }, () => timing.delayMs()));
@@ -27,8 +27,31 @@ test('only the latest samples are kept, so the wait follows a backend that chang
   assert.deepEqual(draws(timing, 600), new Set([30, 40, 50]));
 });
 
+test('by default the latest 64 are kept: the 65th replaces the first, the 66th the second', () => {
+  assert.equal(REFUSAL_SAMPLES, 64);
+  const timing = new RefusalTiming(2000);
+  const upTo = (last: number, from = 1) =>
+    new Set(Array.from({ length: last - from + 1 }, (_, i) => from + i));
+  for (let ms = 1; ms <= 64; ms++) timing.record(ms);
+  // Missing one of 64 in 20 000 draws has a probability of 64 × (63/64)^20000 < 10^-130: never.
+  assert.deepEqual(draws(timing, 20_000), upTo(64));
+  timing.record(65);
+  assert.deepEqual(draws(timing, 20_000), upTo(65, 2));
+  timing.record(66);
+  assert.deepEqual(draws(timing, 20_000), upTo(66, 3));
+});
+
 test('a duration that cannot be one (negative, NaN, infinite) is not recorded', () => {
   const timing = new RefusalTiming(2000);
-  for (const ms of [-1, Number.NaN, Number.POSITIVE_INFINITY]) timing.record(ms);
+  for (const ms of [-1, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) timing.record(ms);
   assert.deepEqual(draws(timing, 20), new Set([2000]));
+});
+
+test('nor does it take the place of a kept one', () => {
+  const timing = new RefusalTiming(2000, 3);
+  for (const ms of [10, 20, 30]) timing.record(ms);
+  // Two, not three: a slot moved per refused value would then not come round to where it was.
+  for (const ms of [-1, Number.NaN]) timing.record(ms);
+  timing.record(40);
+  assert.deepEqual(draws(timing, 600), new Set([20, 30, 40]));
 });

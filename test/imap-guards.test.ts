@@ -50,18 +50,22 @@ describe('IMAP guards', () => {
       odd: { ok: false, failure: 'upstream_misconfigured', reason: 'TLS' },
       wrong: { ok: false, failure: 'bad_credentials', reason: 'IMAP NO' },
     };
+    // A clock that moves only inside a login, by 37 ms: every attempt lasts exactly that (issue 14).
+    const clock = { ms: 0 };
     const login = async (_s: ImapSettings, _t: unknown, username: string) => {
-      if (username === 'wrong') await new Promise((resolve) => setTimeout(resolve, 50));
+      clock.ms += 37;
       return answers[username]!;
     };
-    const auth = createImapAuthenticator(SETTINGS, login, undefined, undefined, new RefusalTiming(60_000));
+    const auth = createImapAuthenticator(SETTINGS, {
+      login,
+      timing: new RefusalTiming(60_000),
+      now: () => clock.ms,
+    });
     assert.equal(auth.refusalDelayMs(), 60_000, 'the seed until a refusal is measured');
     for (const username of ['ok', 'down', 'odd']) await auth.verify(username, 'pw', '192.0.2.1');
     assert.equal(auth.refusalDelayMs(), 60_000, 'successes, outages and misconfigurations are no refusals');
     await auth.verify('wrong', 'pw', '192.0.2.1');
-    const measured = auth.refusalDelayMs();
-    // Lower bound only (the machine may be loaded); the seed is far above anything measured here.
-    assert.ok(measured >= 45 && measured < 60_000, `${measured} ms`);
+    assert.equal(auth.refusalDelayMs(), 37, 'the refused login, as long as it took');
     assert.equal(
       auth.maxVerifyMs,
       2 * SETTINGS.timeoutMs,
@@ -69,9 +73,35 @@ describe('IMAP guards', () => {
     );
   });
 
+  test('a refusal is timed from before its queue wait, as the client waited (contract §3)', async () => {
+    const gate = gatedLogin();
+    const clock = { ms: 0 };
+    const auth = createImapAuthenticator(
+      { ...SETTINGS, maxConcurrency: 1 },
+      { login: gate.login, timing: new RefusalTiming(60_000), now: () => clock.ms },
+    );
+    const refused: VerifyResult = { ok: false, failure: 'bad_credentials', reason: 'IMAP NO' };
+    const first = auth.verify('a', 'pw', '192.0.2.1');
+    const second = auth.verify('b', 'pw', '192.0.2.1');
+    await tick();
+    assert.deepEqual(auth.stats(), { active: 1, queued: 1, breaker: 'closed' });
+    // The first login lasts 30 ms while the second waits for its slot, then the second lasts 20.
+    clock.ms = 30;
+    gate.pending[0]!.resolve(refused);
+    await first;
+    await tick();
+    assert.equal(gate.calls, 2, 'the queued attempt started when the slot freed');
+    clock.ms = 50;
+    gate.pending[1]!.resolve(refused);
+    await second;
+    const draws = new Set(Array.from({ length: 200 }, () => auth.refusalDelayMs()));
+    // Missing one of two in 200 draws has a probability of 2 × 2^-200: never.
+    assert.deepEqual(draws, new Set([30, 50]), 'the second refusal counts its 30 ms in the queue');
+  });
+
   test('at most IMAP_MAX_CONCURRENCY attempts run; more wait in a bounded queue; a full queue fails', async () => {
     const gate = gatedLogin();
-    const auth = createImapAuthenticator(SETTINGS, gate.login);
+    const auth = createImapAuthenticator(SETTINGS, { login: gate.login });
     const results = ['a', 'b', 'c', 'd'].map((u) => auth.verify(u, 'pw', '192.0.2.1'));
     await tick();
     assert.equal(gate.calls, 2, 'two run');
@@ -91,7 +121,10 @@ describe('IMAP guards', () => {
 
   test('a queued attempt gives up after IMAP_TIMEOUT_MS', async () => {
     const gate = gatedLogin();
-    const auth = createImapAuthenticator({ ...SETTINGS, maxConcurrency: 1, timeoutMs: 50 }, gate.login);
+    const auth = createImapAuthenticator(
+      { ...SETTINGS, maxConcurrency: 1, timeoutMs: 50 },
+      { login: gate.login },
+    );
     const first = auth.verify('a', 'pw', '192.0.2.1');
     const second = auth.verify('b', 'pw', '192.0.2.1');
     assert.deepEqual(await second, {
@@ -106,7 +139,10 @@ describe('IMAP guards', () => {
 
   test('identical concurrent attempts share one IMAP login; different passwords do not', async () => {
     const gate = gatedLogin();
-    const auth = createImapAuthenticator({ ...SETTINGS, maxConcurrency: 100, queueLimit: 100 }, gate.login);
+    const auth = createImapAuthenticator(
+      { ...SETTINGS, maxConcurrency: 100, queueLimit: 100 },
+      { login: gate.login },
+    );
     const same = Array.from({ length: 50 }, () => auth.verify('alice', 'pw', '192.0.2.1'));
     const other = auth.verify('alice', 'other', '192.0.2.1');
     await tick();
@@ -126,14 +162,13 @@ describe('IMAP guards', () => {
     const breaker = new CircuitBreaker({ threshold: 3, openMs: 5000, now: () => now });
     let calls = 0;
     let answer: VerifyResult = { ok: false, failure: 'upstream_unavailable', reason: 'ECONNREFUSED' };
-    const auth = createImapAuthenticator(
-      SETTINGS,
-      async () => {
+    const auth = createImapAuthenticator(SETTINGS, {
+      login: async () => {
         calls++;
         return answer;
       },
       breaker,
-    );
+    });
     for (let i = 0; i < 3; i++) await auth.verify(`u${i}`, 'pw', '192.0.2.1');
     assert.equal(calls, 3);
     assert.equal(auth.stats().breaker, 'open');
@@ -157,11 +192,9 @@ describe('IMAP guards', () => {
   });
 
   test('bad credentials never open the breaker', async () => {
-    const auth = createImapAuthenticator(SETTINGS, async () => ({
-      ok: false,
-      failure: 'bad_credentials',
-      reason: 'IMAP NO',
-    }));
+    const auth = createImapAuthenticator(SETTINGS, {
+      login: async () => ({ ok: false, failure: 'bad_credentials', reason: 'IMAP NO' }),
+    });
     for (let i = 0; i < 20; i++) await auth.verify(`u${i}`, 'pw', '192.0.2.1');
     assert.equal(auth.stats().breaker, 'closed');
   });

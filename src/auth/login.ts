@@ -13,6 +13,8 @@ export interface LoginDeps {
   readonly throttle: LoginThrottle;
   readonly authenticator: Authenticator;
   readonly allowNewUsers: boolean;
+  /** How a refusal decided here waits out its delay (default a timer); a test records what it asks. */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
 
 export type LoginOutcome =
@@ -44,7 +46,7 @@ const COUNTED: ReadonlySet<LoginFailure> = new Set(['bad_credentials', 'user_dis
  * refused before the backend waits too: every 403 of this endpoint then looks alike.
  */
 async function refuseHere(deps: LoginDeps, failure: LoginFailure, reason: string): Promise<LoginOutcome> {
-  await sleep(deps.authenticator.refusalDelayMs());
+  await (deps.sleep ?? sleep)(deps.authenticator.refusalDelayMs());
   return fail(failure, reason);
 }
 

@@ -32,9 +32,9 @@ export function createBackend(spec: BackendSpec, observe: BackendObserver = () =
     const tls = imapTlsOptions(settings);
     const backend: Backend = {
       ...base,
-      ...createImapAuthenticator(settings, undefined, undefined, (result, seconds) =>
-        observe(backend, result, seconds),
-      ),
+      ...createImapAuthenticator(settings, {
+        observe: (result, seconds) => observe(backend, result, seconds),
+      }),
       probe: () => probeImapServer(settings, tls),
     };
     return backend;

@@ -27,6 +27,8 @@ export interface ChainOptions {
   /** How long a readiness answer is reused (contract §6: probes cannot hammer a backend). */
   readonly probeTtlMs: number;
   readonly sleep?: (ms: number) => Promise<void>;
+  /** The clock a refusal through the chain is timed with, in ms (default `performance.now`). */
+  readonly now?: () => number;
 }
 
 /** One Authenticator over ordered backends. */
@@ -38,6 +40,7 @@ export function createChain(backends: readonly Backend[], options: ChainOptions)
   const refusalDelayMs = () =>
     backends.length === 1 ? (backends[0]?.refusalDelayMs() ?? 0) : timing.delayMs();
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const now = options.now ?? (() => performance.now());
   const probes = backends.map((backend) => ({
     name: backend.name,
     probe: cachedProbe(() => backend.probe(), options.probeTtlMs),
@@ -53,7 +56,7 @@ export function createChain(backends: readonly Backend[], options: ChainOptions)
       }
       let firstOutage: VerifyResult | null = null;
       let last: VerifyResult | null = null;
-      const started = performance.now();
+      const started = now();
       for (const backend of serving) {
         const result = { ...(await backend.verify(username, password, clientIp)), backend: backend.name };
         if (result.ok) return result;
@@ -62,7 +65,7 @@ export function createChain(backends: readonly Backend[], options: ChainOptions)
       }
       // contract §8: an outage anywhere outranks the refusals, so nobody is locked out by it.
       if (firstOutage !== null) return firstOutage;
-      timing.record(performance.now() - started);
+      timing.record(now() - started);
       return last as VerifyResult;
     },
     refusalDelayMs,

@@ -52,6 +52,8 @@ export interface AppDeps {
   readonly logger: Logger;
   /** Injectable clock (tests move time to expire sessions and throttle windows). */
   readonly now?: () => number;
+  /** How a login refused without the backend waits (default a timer; tests record the delay). */
+  readonly sleep?: (ms: number) => Promise<void>;
   /** Shared with the IMAP authenticator's timing; made here when absent. */
   readonly metrics?: Metrics;
 }
@@ -202,6 +204,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     throttle,
     authenticator,
     allowNewUsers: config.allowNewUsers,
+    sleep: deps.sleep,
   };
   const endpoint = apiEndpoints(fastify, trusted);
   registerAuthRoutes(endpoint, { config, sessions, hooks, login, metrics });

@@ -7,6 +7,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import {
   type Authenticator,
   createImapAuthenticator,
+  type ImapAuthenticatorOptions,
   imapSettings,
   type VerifyResult,
 } from '../../src/backends/imap/authenticator.ts';
@@ -36,7 +37,11 @@ export interface TestAppOptions {
   readonly env?: Record<string, string>;
   /** Use the real IMAP authenticator against this Dovecot (plain port on loopback unless env says else). */
   readonly dovecot?: Dovecot;
+  /** Seams of that real IMAP authenticator (its clock, its login function, its refusal timing). */
+  readonly imap?: ImapAuthenticatorOptions;
   readonly authenticator?: Authenticator;
+  /** How a login refused without the authenticator waits (default the real timer). */
+  readonly sleep?: (ms: number) => Promise<void>;
   /** Start the clock here instead of following real time. */
   readonly fixedClock?: boolean;
 }
@@ -98,13 +103,15 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     }
     const opened = await openStores(config);
     stores = opened;
-    const authenticator = options.authenticator ?? createImapAuthenticator(imapSettings(config));
+    const authenticator =
+      options.authenticator ?? createImapAuthenticator(imapSettings(config), options.imap);
     const app = await buildApp({
       config,
       stores: opened,
       authenticator,
       logger: createLogger(config.logLevel, sink),
       now: options.fixedClock === true ? () => clock.now : Date.now,
+      sleep: options.sleep,
     });
     await app.fastify.ready();
     return {

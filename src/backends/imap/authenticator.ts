@@ -6,7 +6,7 @@ import { isIP } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { type Config, requireImapHost } from '../../config/config.ts';
 import type { Authenticator, VerifyResult } from '../authenticator.ts';
-import { CircuitBreaker } from '../breaker.ts';
+import type { CircuitBreaker } from '../breaker.ts';
 import { guardAttempts } from '../guard.ts';
 import { RefusalTiming } from '../refusal-timing.ts';
 import { verifyImapLogin } from './client.ts';
@@ -55,27 +55,38 @@ export function imapTlsOptions(settings: ImapSettings): ImapTlsOptions {
 /** Waited for a refusal until a first wrong password has been refused: Dovecot's default auth_failure_delay. */
 export const IMAP_REFUSAL_SEED_MS = 2000;
 
+/** The seams of the IMAP authenticator; production uses the defaults, tests script them. */
+export interface ImapAuthenticatorOptions {
+  /** One login against the server (default: the real client). */
+  readonly login?: typeof verifyImapLogin;
+  readonly breaker?: CircuitBreaker;
+  /** Told the result and duration of every attempt that reached the server (metrics). */
+  readonly observe?: (result: VerifyResult, seconds: number) => void;
+  /** Durations of recent refused passwords (contract §3); default seeded with IMAP_REFUSAL_SEED_MS. */
+  readonly timing?: RefusalTiming;
+  /** The clock the guard reads durations from (default `performance.now`). */
+  readonly now?: () => number;
+}
+
 /**
  * The IMAP authenticator: concurrency cap with a bounded queue, single-flight for identical
  * concurrent attempts, and a circuit breaker after repeated `upstream_unavailable` (the shared guard).
  */
 export function createImapAuthenticator(
   settings: ImapSettings,
-  login: typeof verifyImapLogin = verifyImapLogin,
-  breaker = new CircuitBreaker({ threshold: 5, openMs: 5000 }),
-  /** Told the result and duration of every attempt that reached the server (metrics). */
-  observe: (result: VerifyResult, seconds: number) => void = () => undefined,
-  timing = new RefusalTiming(IMAP_REFUSAL_SEED_MS),
+  options: ImapAuthenticatorOptions = {},
 ): Authenticator {
+  const login = options.login ?? verifyImapLogin;
   const tls = imapTlsOptions(settings);
   return guardAttempts((username, password, clientIp) => login(settings, tls, username, password, clientIp), {
     label: 'IMAP',
     maxConcurrency: settings.maxConcurrency,
     queueLimit: settings.queueLimit,
     timeoutMs: settings.timeoutMs,
-    breaker,
-    observe,
+    breaker: options.breaker,
+    observe: options.observe,
     classify: classifyImapError,
-    timing,
+    timing: options.timing ?? new RefusalTiming(IMAP_REFUSAL_SEED_MS),
+    now: options.now,
   });
 }
