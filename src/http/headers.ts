@@ -37,6 +37,25 @@ export function responseHeaders(
   };
 }
 
+const flat = (headers: Readonly<Record<string, string>>) => Object.entries(headers).flat();
+const SECURITY_LIST: readonly string[] = flat(SECURITY_HEADERS);
+const API_LIST: readonly string[] = flat(API_HEADERS);
+
+/**
+ * responseHeaders as the flat [name, value, …] list res.writeHead also takes, in the same order: the
+ * raw read path's form (issue 14: no object to build and for-in walk per request).
+ */
+export function responseHeaderList(target: ResponseTarget, trustedOrigins: ReadonlySet<string>): string[] {
+  const list = [
+    ...(target.url.startsWith('/api') ? API_LIST : SECURITY_LIST),
+    'x-request-id',
+    target.requestId,
+  ];
+  const cors = corsHeaders(target.origin, trustedOrigins);
+  if (cors !== null) list.push(...flat(cors));
+  return list;
+}
+
 /** Sends an already-serialized JSON body (a Buffer holds UTF-8: Fastify adds the charset only to strings). */
 export function sendJson(reply: FastifyReply, status: number, body: string | Buffer): FastifyReply {
   return reply.code(status).type(JSON_CONTENT_TYPE).send(body);

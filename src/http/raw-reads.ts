@@ -15,7 +15,7 @@ import type { Sessions } from '../auth/sessions.ts';
 import { parseGroupId } from '../groups/read.ts';
 import type { Metrics } from '../metrics.ts';
 import { logArrival, logCompletion } from './access-log.ts';
-import { JSON_CONTENT_TYPE, responseHeaders } from './headers.ts';
+import { JSON_CONTENT_TYPE, responseHeaderList } from './headers.ts';
 import { requestId } from './request-id.ts';
 
 /** What the group cache answers synchronously: the JSON body, or undefined (ask the store). */
@@ -87,15 +87,12 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     if (result === undefined) return false;
     const id = requestId(request);
     logArrival(logger, request, id);
-    const headers = responseHeaders(
+    const headers = responseHeaderList(
       { url, requestId: id, origin: request.headers.origin },
       deps.trustedOrigins,
     );
-    headers['allow'] = ALLOW;
-    headers['content-type'] = JSON_CONTENT_TYPE;
-    headers['content-length'] = String(
-      typeof result.body === 'string' ? Buffer.byteLength(result.body) : result.body.length,
-    );
+    const length = typeof result.body === 'string' ? Buffer.byteLength(result.body) : result.body.length;
+    headers.push('allow', ALLOW, 'content-type', JSON_CONTENT_TYPE, 'content-length', String(length));
     response.writeHead(result.status, headers);
     response.end(method === 'HEAD' ? undefined : result.body);
     const ms = performance.now() - started;
