@@ -160,8 +160,8 @@ describe('the raw read path of the group pages', () => {
     port = Number(new URL(await t.fastify.listen({ port: 0, host: '127.0.0.1' })).port);
     // Counts the answers the raw path took from the group cache (it asks the store's GroupCache).
     const groups = t.stores.groups as GroupStore & {
-      peekList(username: string): Buffer | undefined;
-      peekDetail(id: number, username: string): string | undefined;
+      peekList(username: string): string | Buffer | undefined;
+      peekDetail(id: number, username: string): string | Buffer | undefined;
     };
     const peekList = groups.peekList.bind(groups);
     const peekDetail = groups.peekDetail.bind(groups);

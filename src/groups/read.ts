@@ -25,11 +25,15 @@ export function groupDetail(store: GroupStore, id: number, username: string): Pr
  * myGroups as the JSON the route sends, when the store can answer from memory (GroupCache, issue 14);
  * undefined when myGroups must be asked.
  */
-export function myGroupsJson(store: GroupStore, username: string): Buffer | undefined {
+export function myGroupsJson(store: GroupStore, username: string): string | Buffer | undefined {
   return hasGroupCache(store) ? store.peekList(username) : undefined;
 }
 
 /** groupDetail as the JSON the route sends, from memory; undefined when groupDetail must be asked. */
-export function groupDetailJson(store: GroupStore, id: number, username: string): string | undefined {
+export function groupDetailJson(
+  store: GroupStore,
+  id: number,
+  username: string,
+): string | Buffer | undefined {
   return hasGroupCache(store) ? store.peekDetail(id, username) : undefined;
 }

@@ -14,15 +14,13 @@ import { readCookies } from '../auth/cookies.ts';
 import type { Sessions } from '../auth/sessions.ts';
 import { parseGroupId } from '../groups/read.ts';
 import type { Metrics } from '../metrics.ts';
+import type { GroupCache } from '../store/types.ts';
 import { logArrival, logCompletion } from './access-log.ts';
 import { JSON_CONTENT_TYPE, responseHeaderList } from './headers.ts';
 import { requestId } from './request-id.ts';
 
-/** What the group cache answers synchronously: the JSON body, or undefined (ask the store). */
-export interface GroupReads {
-  peekList(username: string): Buffer | undefined;
-  peekDetail(id: number, username: string): string | undefined;
-}
+/** What the group cache answers synchronously (store/types.ts), or undefined (ask the store). */
+export type GroupReads = GroupCache;
 
 export interface RawReadDeps {
   readonly sessions: Sessions;
@@ -48,7 +46,13 @@ const DETAIL_ROUTE = '/api/group/:id';
 const ALLOW = 'GET, HEAD, OPTIONS';
 const LOGGED_OUT = '""';
 
-type Answer = { readonly status: number; readonly body: string | Buffer; readonly route: string };
+/** `ascii`: the body is a string of ASCII characters only, sent as latin1 (no encoding to do). */
+type Answer = {
+  readonly status: number;
+  readonly body: string | Buffer;
+  readonly ascii: boolean;
+  readonly route: string;
+};
 
 /** The raw read handler. */
 export function rawReads(deps: RawReadDeps): RawHandler {
@@ -60,8 +64,8 @@ export function rawReads(deps: RawReadDeps): RawHandler {
       const username = sessions.peek(readCookies(request.headers).sessionid);
       if (username === undefined) return undefined;
       return username === null
-        ? { status: 403, body: LOGGED_OUT, route: CHECK }
-        : { status: 200, body: JSON.stringify(username), route: CHECK };
+        ? { status: 403, body: LOGGED_OUT, ascii: true, route: CHECK }
+        : { status: 200, body: JSON.stringify(username), ascii: false, route: CHECK };
     }
     if (groups === null || !url.startsWith(GROUPS.slice(0, -1))) return undefined;
     const rest = url === '/api/group' ? '' : url.startsWith(GROUPS) ? url.slice(GROUPS.length) : null;
@@ -74,7 +78,8 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     if (typeof username !== 'string') return undefined; // 403 comes from requireSession
     const body = id === null ? groups.peekList(username) : groups.peekDetail(id, username);
     if (body === undefined) return undefined;
-    return { status: 200, body, route: id === null ? '/api/group' : DETAIL_ROUTE };
+    const ascii = typeof body === 'string'; // the group cache's contract
+    return { status: 200, body, ascii, route: id === null ? '/api/group' : DETAIL_ROUTE };
   };
 
   return (request, response) => {
@@ -91,10 +96,12 @@ export function rawReads(deps: RawReadDeps): RawHandler {
       { url, requestId: id, origin: request.headers.origin },
       deps.trustedOrigins,
     );
-    const length = typeof result.body === 'string' ? Buffer.byteLength(result.body) : result.body.length;
+    const { body, ascii } = result;
+    const length = typeof body === 'string' && !ascii ? Buffer.byteLength(body) : body.length;
     headers.push('allow', ALLOW, 'content-type', JSON_CONTENT_TYPE, 'content-length', String(length));
     response.writeHead(result.status, headers);
-    response.end(method === 'HEAD' ? undefined : result.body);
+    if (method === 'HEAD') response.end();
+    else response.end(body, ascii ? 'latin1' : 'utf8');
     const ms = performance.now() - started;
     deps.metrics.observeRequest(method, result.route, result.status, ms / 1000);
     if (accessLog) logCompletion(logger, request, result.status, ms, id);

@@ -198,13 +198,12 @@ export interface GroupStore {
  * when the store itself must be asked (a miss, a detail of a group that does not exist, a failure).
  */
 export interface GroupCache {
-  /**
-   * JSON of listForMember(username), in UTF-8: an array of groups with exactly the Group fields, in
-   * order. The caller must not change the bytes (an empty list is one shared Buffer).
-   */
-  peekList(username: string): Buffer | undefined;
+  // Each answer is the JSON either as a string of ASCII characters only (its length counts its
+  // bytes; it may be sent as latin1) or as its UTF-8 bytes, which the caller must not change.
+  /** JSON of listForMember(username): an array of groups with exactly the Group fields, in order. */
+  peekList(username: string): string | Buffer | undefined;
   /** JSON of detail(id, username): a GroupDetail with exactly its fields, in order. */
-  peekDetail(id: number, username: string): string | undefined;
+  peekDetail(id: number, username: string): string | Buffer | undefined;
 }
 
 /** True for a group store that also offers the in-memory answers. */
