@@ -12,6 +12,8 @@ import {
   headerWatch,
   isCompleteHeader,
   openShmFiles,
+  sharedWatch,
+  unwatched,
   WAL_INDEX_HEADER_BYTES,
   watchCommits,
 } from '../src/store/sqlite/commit-watch.ts';
@@ -112,6 +114,50 @@ describe('headerWatch: the protocol over scripted reads', () => {
       assert.ok(watch.epoch() > i!, 'a closed watch says maybe');
     } finally {
       db.close();
+    }
+  });
+});
+
+describe('sharedWatch: one look per request', () => {
+  test('inside once() the file is read once, outside it every call reads; nested once() reads once', () => {
+    let reads = 0;
+    const inner = unwatched(); // moves on every read: each read is visible in the epoch
+    const counted = () => {
+      reads++;
+      return inner.epoch();
+    };
+    const watch = sharedWatch({ ...inner, epoch: counted });
+    const [a, b, c] = watch.once(() => [watch.epoch(), watch.epoch(), watch.once(() => watch.epoch())]);
+    assert.equal(reads, 1);
+    assert.deepEqual([b, c], [a, a], 'every cache inside one request sees the same look');
+    const next = watch.epoch();
+    assert.equal(reads, 2);
+    assert.ok(next > a!, 'after once() the next call reads again');
+    assert.equal(
+      watch.once(() => watch.epoch()),
+      next + 1,
+    );
+    assert.equal(reads, 3, 'each once() reads afresh');
+  });
+
+  test('a commit between two requests is seen by the second, on a real file', () => {
+    const file = freshFile();
+    const a = openSqliteDatabase(file);
+    const b = openSqliteDatabase(file);
+    migrateSqlite(a);
+    const watch = sharedWatch(watchCommits(a));
+    try {
+      const first = watch.once(() => watch.epoch());
+      assert.equal(
+        watch.once(() => watch.epoch()),
+        first,
+      );
+      b.exec("INSERT INTO users (username, created_at) VALUES ('bob', 1)");
+      assert.ok(watch.once(() => watch.epoch()) > first, 'the next request sees the commit');
+    } finally {
+      a.close();
+      b.close();
+      watch.close();
     }
   });
 });

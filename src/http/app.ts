@@ -133,6 +133,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         metrics,
         logger: deps.logger,
         accessLog: config.accessLog,
+        atOnce: stores.atOnce ?? ((work) => work()),
         closing: () => lifecycle.closing,
       }),
       logger: deps.logger,

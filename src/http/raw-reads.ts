@@ -32,6 +32,8 @@ export interface RawReadDeps {
   readonly logger: Logger;
   /** ACCESS_LOG: one line per request (access-log.ts). */
   readonly accessLog: boolean;
+  /** Runs one request's cache reads with one look at other processes' commits (Stores.atOnce). */
+  readonly atOnce: <T>(work: () => T) => T;
   /** True once the server is closing: then Fastify answers (503). */
   readonly closing: () => boolean;
 }
@@ -74,7 +76,12 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     if (segment.includes('/')) return undefined;
     const id = segment === '' ? null : parseGroupId(segment);
     if (segment !== '' && id === null) return undefined; // 404 or not digits: the route says which
-    const username = sessions.peek(readCookies(request.headers).sessionid);
+    const sessionid = readCookies(request.headers).sessionid;
+    return deps.atOnce(() => groupAnswer(groups, sessionid, id));
+  };
+  /** The session's and the group cache's answer for one group URL: both from one look at the file. */
+  const groupAnswer = (groups: GroupReads, sessionid: string | undefined, id: number | null) => {
+    const username = sessions.peek(sessionid);
     if (typeof username !== 'string') return undefined; // 403 comes from requireSession
     const body = id === null ? groups.peekList(username) : groups.peekDetail(id, username);
     if (body === undefined) return undefined;

@@ -223,6 +223,11 @@ export interface Stores {
   readonly groups: GroupStore;
   readonly sessions: SessionStore;
   readonly throttle: ThrottleStore;
+  /**
+   * Runs `work`, whose in-memory answers (SessionCache, GroupCache) then come from one look at what
+   * other processes committed (SQLite: one read of the WAL-index header); absent: no such caches.
+   */
+  readonly atOnce?: <T>(work: () => T) => T;
   /** A secret shared by every instance on this database (keys the throttle's fingerprints). */
   secretKey(): Promise<Buffer>;
   /** Throws when a store cannot answer; names it. */

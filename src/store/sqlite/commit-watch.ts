@@ -213,3 +213,39 @@ export function headerWatch(read: (into: Buffer) => boolean, release: () => void
     },
   };
 }
+
+/** A CommitWatch whose caches can share one look at the file. */
+export interface SharedWatch extends CommitWatch {
+  /**
+   * Runs `work` with at most one read of the file: every epoch() inside it returns the first one's
+   * answer. For one request's reads (issue 14: the group pages ask the session and the group cache):
+   * the read comes after the request's bytes were read from its socket, so it sees every commit that
+   * returned before the request arrived, and every answer inside `work` is as of that one read.
+   */
+  once<T>(work: () => T): T;
+}
+
+/** `watch` with once(). */
+export function sharedWatch(watch: CommitWatch): SharedWatch {
+  let holding = false;
+  let held: number | undefined;
+  return {
+    epoch() {
+      if (!holding) return watch.epoch();
+      held ??= watch.epoch();
+      return held;
+    },
+    shared: watch.shared,
+    close: () => watch.close(),
+    once(work) {
+      if (holding) return work();
+      holding = true;
+      try {
+        return work();
+      } finally {
+        holding = false;
+        held = undefined;
+      }
+    },
+  };
+}

@@ -9,7 +9,7 @@ import { GROUP_QUERIES as SHARED_GROUP_QUERIES } from '../sql/groups.ts';
 import { migrate } from '../sql/migrate.ts';
 import { secretKey, sqlUserStore } from '../sql/users.ts';
 import type { Stores, ThrottleStore } from '../types.ts';
-import { type CommitWatch, watchCommits } from './commit-watch.ts';
+import { type SharedWatch, sharedWatch, watchCommits } from './commit-watch.ts';
 import {
   call,
   mapError,
@@ -120,11 +120,11 @@ export function openSqliteStores(
   migrate = true,
 ): Stores & { readonly db: DatabaseSync } {
   let db: DatabaseSync;
-  let watch: CommitWatch;
+  let watch: SharedWatch;
   try {
     db = openSqliteDatabase(path, busyTimeoutMs);
     if (migrate) migrateSqlite(db);
-    watch = watchCommits(db);
+    watch = sharedWatch(watchCommits(db));
   } catch (err) {
     mapError(err);
   }
@@ -136,6 +136,7 @@ export function openSqliteStores(
     groups: cachedSqliteGroups(db, driver, call, watch),
     sessions: cachedSqliteSessions(db, call, watch),
     throttle: throttleStore(db),
+    atOnce: (work) => watch.once(work),
     secretKey: () => driver.run(secretKey(randomBytes(32))),
     ping: () =>
       call(() => {
