@@ -50,6 +50,12 @@ const isAscii = (json: string) => Buffer.byteLength(json) === json.length;
 const keptJson = (json: string): GroupJson => (isAscii(json) ? json : Buffer.from(json));
 const textOf = (json: GroupJson): string => (typeof json === 'string' ? json : json.toString());
 
+/** `parts` as one JSON array: a string when every part is ASCII, else its UTF-8 bytes. */
+function listJson(parts: readonly GroupJson[]): string | Buffer {
+  const text = `[${parts.map(textOf).join(',')}]`;
+  return parts.every((part) => typeof part === 'string') ? text : Buffer.from(text);
+}
+
 /** A user's memberships: group ids ascending, and the status of each. */
 interface Memberships {
   readonly ids: Int32Array;
@@ -211,19 +217,15 @@ export function cachedSqliteGroups(
         sync();
         const memberships = members.get(username);
         if (memberships === undefined) return undefined;
-        // Concatenated as it is found (V8 flattens the rope once, when it is written).
-        let text = '';
-        let ascii = true;
+        const parts: GroupJson[] = [];
         const { ids, statuses } = memberships;
         for (let i = 0; i < ids.length; i++) {
           if (statuses[i] === 0) continue;
           const json = groups.get(ids[i]!);
           if (json === undefined) return undefined;
-          if (typeof json !== 'string') ascii = false;
-          text += text === '' ? `[${textOf(json)}` : `,${textOf(json)}`;
+          parts.push(json);
         }
-        text = text === '' ? '[]' : `${text}]`;
-        return ascii ? text : Buffer.from(text);
+        return listJson(parts);
       } catch {
         return undefined; // the asynchronous path will report the failure
       }
