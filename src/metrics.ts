@@ -44,7 +44,7 @@ const BREAKER_STATES: Record<string, number> = { closed: 0, half_open: 1, open: 
  * metrics. collectDefaultMetrics cannot leave one out, so each of its metricsList is registered by
  * its own module (prom-client is pinned; test/ops-default-metrics.test.ts checks the result).
  */
-export const OMITTED_DEFAULT_METRICS: readonly string[] = ['gc'];
+const OMITTED_DEFAULT_METRICS: readonly string[] = ['gc'];
 const promClientModule = createRequire(import.meta.url);
 
 export function registerDefaultMetrics(registry: client.Registry): void {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { applyImport } from '../src/groups/import.ts';
-import type { GroupStore } from '../src/store/types.ts';
+import type { GroupCache, GroupStore } from '../src/store/types.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 
 interface Answer {
@@ -159,10 +159,7 @@ describe('the raw read path of the group pages', () => {
     assert.equal(imported.ok, true);
     port = Number(new URL(await t.fastify.listen({ port: 0, host: '127.0.0.1' })).port);
     // Counts the answers the raw path took from the group cache (it asks the store's GroupCache).
-    const groups = t.stores.groups as GroupStore & {
-      peekList(username: string): string | Buffer | undefined;
-      peekDetail(id: number, username: string): string | Buffer | undefined;
-    };
+    const groups = t.stores.groups as GroupStore & GroupCache;
     const peekList = groups.peekList.bind(groups);
     const peekDetail = groups.peekDetail.bind(groups);
     groups.peekList = (username) => {

@@ -31,7 +31,7 @@ import { registerGroupRoutes } from '../routes/groups.ts';
 import { registerOps, registerSchemaRoute } from '../routes/ops.ts';
 import { registerSessionRoutes } from '../routes/sessions.ts';
 import { OPENAPI_INFO } from '../schemas.ts';
-import { hasGroupCache, type Stores } from '../store/types.ts';
+import { type GroupCache, hasGroupCache, type Stores } from '../store/types.ts';
 import { logArrival, logCompletion } from './access-log.ts';
 import { hostAllowed, isProbePath } from './allowed-hosts.ts';
 import { clientErrorHandler } from './client-errors.ts';
@@ -40,7 +40,7 @@ import { apiEndpoints, supportEveryMethod } from './endpoints.ts';
 import { frameworkErrorsHandler, installErrorHandling } from './errors.ts';
 import { responseHeaders } from './headers.ts';
 import { nodeServerFactory } from './node-server.ts';
-import { type GroupReads, rawReads } from './raw-reads.ts';
+import { rawReads } from './raw-reads.ts';
 import { requestId } from './request-id.ts';
 import { sessionHooks } from './session.ts';
 import { registerWebClient } from './web.ts';
@@ -79,7 +79,7 @@ function routeLabel(url: string | undefined): string {
 }
 
 /** The group cache's synchronous answers, when the store keeps one (SQLite). */
-function groupReads(stores: Stores): GroupReads | null {
+function groupReads(stores: Stores): GroupCache | null {
   return hasGroupCache(stores.groups) ? stores.groups : null;
 }
 

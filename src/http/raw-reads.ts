@@ -3,7 +3,7 @@
 // group pages). It answers
 // - GET/HEAD /api/auth/check: no session cookie (403 "") or a session the cache knows (Sessions.peek);
 // - GET/HEAD /api/group/ and /api/group/{id}: a session the cache knows and an answer the group
-//   cache holds (GroupReads, precomputed JSON).
+//   cache holds (GroupCache, precomputed JSON).
 // Everything else — a cache miss, no session on a group URL, a query string, a Host that
 // ALLOWED_HOSTS refuses, a server that is closing — is left to the Fastify routes, which answer the
 // same requests the same way: the headers come from the same builder (headers.ts), the access line
@@ -19,13 +19,10 @@ import { logArrival, logCompletion } from './access-log.ts';
 import { JSON_CONTENT_TYPE, responseHeaderList } from './headers.ts';
 import { requestId } from './request-id.ts';
 
-/** What the group cache answers synchronously (store/types.ts), or undefined (ask the store). */
-export type GroupReads = GroupCache;
-
 export interface RawReadDeps {
   readonly sessions: Sessions;
   /** The group cache, when the store has one (SQLite); null: the group routes always answer. */
-  readonly groups: GroupReads | null;
+  readonly groups: GroupCache | null;
   readonly trustedOrigins: ReadonlySet<string>;
   readonly hostAllowed: (host: string | undefined) => boolean;
   readonly metrics: Metrics;
@@ -80,7 +77,7 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     return deps.atOnce(() => groupAnswer(groups, sessionid, id));
   };
   /** The session's and the group cache's answer for one group URL: both from one look at the file. */
-  const groupAnswer = (groups: GroupReads, sessionid: string | undefined, id: number | null) => {
+  const groupAnswer = (groups: GroupCache, sessionid: string | undefined, id: number | null) => {
     const username = sessions.peek(sessionid);
     if (typeof username !== 'string') return undefined; // 403 comes from requireSession
     const body = id === null ? groups.peekList(username) : groups.peekDetail(id, username);
