@@ -6,10 +6,16 @@ import { USERNAME_MAX_LENGTH } from '../store/limits.ts';
 export const PASSWORD_MAX_LENGTH = 1024;
 
 export interface Credentials {
-  /** Trimmed, and lower-cased unless USERNAME_CASE=preserve. */
+  /** Trimmed and canonical (contract §3); when `refused`, the trimmed input as sent (for the audit line). */
   readonly username: string;
   /** Exactly as sent. */
   readonly password: string;
+  /**
+   * Why these credentials are refused without contacting any backend and without being admitted
+   * as a guess (contract §3: a control character, white space, a username the profile does not
+   * allow), or null.
+   */
+  readonly refused: string | null;
 }
 
 export type CredentialsResult =
@@ -75,7 +81,8 @@ export function parseCredentials(body: unknown, usernameCase: UsernameCase, form
       fields: { username: [`Ensure this field has no more than ${USERNAME_MAX_LENGTH} characters.`] },
     };
   }
-  return { kind: 'ok', credentials: { username: canonical, password: password.value } };
+  const credentials = { username: canonical, password: password.value };
+  return { kind: 'ok', credentials: { ...credentials, refused: refusalOf(credentials) } };
 }
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
@@ -83,13 +90,12 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 const WHITE_SPACE = /\s/u;
 
 /**
- * True when the credentials cannot be sent to IMAP safely (contract §3): white space or a control
- * character in the username, a control character in the password. Such a login fails with 403.
+ * Why the credentials cannot be sent to a backend safely (contract §3), or null: white space or a
+ * control character in the username, a control character in the password. Such a login fails with 403.
  */
-export function hasForbiddenCharacters(credentials: Credentials): boolean {
-  return (
-    WHITE_SPACE.test(credentials.username) ||
-    CONTROL.test(credentials.username) ||
-    CONTROL.test(credentials.password)
-  );
+function refusalOf(credentials: { username: string; password: string }): string | null {
+  if (WHITE_SPACE.test(credentials.username) || CONTROL.test(credentials.username))
+    return 'white space or control character in the username';
+  if (CONTROL.test(credentials.password)) return 'control character in the password';
+  return null;
 }

@@ -3,7 +3,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Authenticator, LoginFailure } from '../backends/imap/authenticator.ts';
 import type { UserStore } from '../store/types.ts';
 import type { Credentials } from './credentials.ts';
-import { hasForbiddenCharacters } from './credentials.ts';
 import type { LoginClient, Sessions } from './sessions.ts';
 import type { LoginThrottle } from './throttle.ts';
 
@@ -83,8 +82,7 @@ async function attempt(
 ): Promise<LoginOutcome> {
   const { username, password } = credentials;
   // contract §3: decided here, so nothing odd is ever written into an IMAP command.
-  if (hasForbiddenCharacters(credentials))
-    return refuseHere(deps, 'rejected_input', 'white space or control character');
+  if (credentials.refused !== null) return refuseHere(deps, 'rejected_input', credentials.refused);
   const known = await deps.users.get(username);
   if (known !== null && !known.active) return refuseHere(deps, 'user_disabled', 'user is disabled');
   if (known === null && !deps.allowNewUsers)
