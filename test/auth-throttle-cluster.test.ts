@@ -66,7 +66,7 @@ for (const setup of SETUPS) {
       const throttled = answers.filter((answer) => answer.status === 429);
       assert.equal(throttled.length, GUESSES - reached);
       for (const answer of throttled) {
-        // If the guesses in flight all fail, the username is locked for a whole window: not 1 s.
+        // When the guesses in flight are over at the latest (the attempt's deadline), not 1 s.
         const seconds = Number(answer.headers['retry-after']);
         assert.ok(seconds > 1 && seconds <= 900, `Retry-After: ${answer.headers['retry-after']}`);
         assert.deepEqual(JSON.parse(answer.body), {

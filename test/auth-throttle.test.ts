@@ -15,9 +15,12 @@ function scriptedAuthenticator() {
     calls: 0,
     unavailable: false,
     delayMs: 0,
+    /** When set, every verification waits for it: the guesses stay in flight until the test says. */
+    hold: null as Promise<void> | null,
     async verify(_username: string, password: string): Promise<VerifyResult> {
       auth.calls++;
       if (auth.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, auth.delayMs));
+      if (auth.hold !== null) await auth.hold;
       if (auth.unavailable) return { ok: false, failure: 'upstream_unavailable', reason: 'ECONNREFUSED' };
       return password === PASSWORD
         ? { ok: true }
@@ -30,12 +33,49 @@ function scriptedAuthenticator() {
   return auth;
 }
 
+/**
+ * Refusals decided without the backend, held until released: how a test keeps them in flight. The
+ * app's refusal waits go through `sleep`; `asked(n)` resolves once n of them are waiting.
+ */
+function refusalGate() {
+  let open = true;
+  const waiting: (() => void)[] = [];
+  const watchers: { n: number; resolve: () => void }[] = [];
+  const gate = {
+    sleep: (_ms: number) =>
+      open
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            waiting.push(resolve);
+            for (const watcher of watchers.filter((w) => waiting.length >= w.n)) watcher.resolve();
+          }),
+    asked: (n: number) =>
+      new Promise<void>((resolve) => {
+        if (waiting.length >= n) resolve();
+        else watchers.push({ n, resolve });
+      }),
+    hold() {
+      open = false;
+    },
+    release() {
+      open = true;
+      for (const resolve of waiting.splice(0)) resolve();
+    },
+  };
+  return gate;
+}
+
 describeEachStore(STORES, 'login throttling', (store) => {
   let t: TestApp;
   let auth: ReturnType<typeof scriptedAuthenticator>;
+  let gate: ReturnType<typeof refusalGate>;
+  const heldRefusals = () => gate;
   beforeEach(async () => {
     auth = scriptedAuthenticator();
-    t = await startTestApp({ store, authenticator: auth, fixedClock: true });
+    gate = refusalGate();
+    // Refusals decided here ask for a wait, which the gate lets pass at once unless a test holds it.
+    auth.refusalDelayMs = () => 1000;
+    t = await startTestApp({ store, authenticator: auth, fixedClock: true, sleep: gate.sleep });
   });
   afterEach(() => t.close());
 
@@ -162,17 +202,100 @@ describeEachStore(STORES, 'login throttling', (store) => {
   });
 
   test('a burst of parallel guesses cannot slip past the limit', async () => {
-    auth.delayMs = 30;
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => attempt('alice', `parallel-${i}`)),
+    let release = () => undefined as void;
+    auth.hold = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // The guesses let through stay in flight until every other one has been answered.
+    let answered = 0;
+    const pending = Array.from({ length: 20 }, (_, i) =>
+      attempt('alice', `parallel-${i}`).then((response) => {
+        answered++;
+        return response;
+      }),
     );
+    while (answered < 15) await new Promise((resolve) => setTimeout(resolve, 5));
+    release();
+    const results = await Promise.all(pending);
     const statuses = results.map((r) => r.statusCode);
-    assert.ok(auth.calls <= 5, `${auth.calls} guesses reached IMAP`);
-    assert.equal(statuses.filter((s) => s === 429).length, 20 - auth.calls);
-    // If the 5 guesses in flight all fail, alice is locked for the whole window from now: the
-    // earliest the refused ones could get through (the clock stands still here).
-    for (const r of results.filter((r) => r.statusCode === 429))
-      assert.equal(r.headers['retry-after'], '900');
+    assert.equal(auth.calls, 5, `${auth.calls} guesses reached IMAP`);
+    assert.equal(statuses.filter((s) => s === 429).length, 15);
+    // Issue 22, defect 5: the lock is made only of guesses in flight, which are over within the
+    // longest an attempt lasts (the authenticator's 10 s here); then a retry is admitted or learns the
+    // window's wait. Not 900 s: five guesses that last two seconds must not hold the owner out that long.
+    for (const r of results.filter((r) => r.statusCode === 429)) assert.equal(r.headers['retry-after'], '10');
+  });
+
+  // Issue 22, defect 5: input refused before any backend was admitted as a guess in flight, so five
+  // such attempts at once (from anywhere, repeated) gave the owner 429 with Retry-After 900.
+  test('attempts refused for a control character are never admitted: the owner is not held out', async () => {
+    const held = heldRefusals();
+    held.hold();
+    const refused = Array.from({ length: 5 }, (_, i) => attempt('alice', `x\u0000${i}`, `203.0.113.${i}`));
+    await held.asked(5);
+    assert.equal((await attempt('alice', PASSWORD, '192.0.2.44')).statusCode, 200, 'the owner logs in');
+    held.release();
+    for (const answer of await Promise.all(refused)) assert.equal(answer.statusCode, 403);
+    assert.deepEqual(await t.stores.throttle.recentFailures('u:alice', 5, t.clock.now, 900_000), []);
+    assert.equal(auth.calls, 1, 'only the owner reached the backend');
+  });
+
+  // Issue 22, defect 6: the per-IP limit counted only recorded failures, so 300 parallel guesses over
+  // distinct usernames from one address all reached the backend.
+  test('guesses in flight count toward the per-IP limit: a parallel burst lets at most 50 through', async () => {
+    auth.delayMs = 50;
+    const answers = await Promise.all(
+      Array.from({ length: 120 }, (_, i) => attempt(`burst${i}`, `guess-${i}`, '198.51.100.99')),
+    );
+    assert.ok(auth.calls <= 50, `${auth.calls} guesses from one address reached the backend`);
+    assert.equal(answers.filter((answer) => answer.statusCode === 429).length, 120 - auth.calls);
+    for (const answer of answers.filter((answer) => answer.statusCode === 429)) {
+      assert.ok(Number(answer.headers['retry-after']) <= 900);
+    }
+    // Another address is not held back by it.
+    assert.equal((await attempt('burst0', PASSWORD, '198.51.100.100')).statusCode, 200);
+  });
+
+  test('an IPv6 client is counted by its /64: rotating addresses in it does not escape the limit', async () => {
+    for (let i = 1; i <= 50; i++) {
+      const answer = await attempt(`v6user${i}`, 'wrong', `2001:db8:1:2::${i.toString(16)}`);
+      assert.equal(answer.statusCode, 403);
+    }
+    const same = await attempt('someone', PASSWORD, '2001:db8:1:2:ffff:ffff:ffff:ffff');
+    assert.equal(same.statusCode, 429, 'another address of the same /64 is the same client');
+    assert.equal(
+      (await attempt('someone', PASSWORD, '2001:db8:1:3::1')).statusCode,
+      200,
+      'the next /64 is not',
+    );
+  });
+
+  // A test the suite lacked (issue 22): break the client address on purpose and every test stayed green.
+  test('without TRUST_PROXY, X-Forwarded-For is ignored by the per-IP count, the audit line and the session list', async () => {
+    const forwarded = (username: string, password: string) =>
+      t.fastify.inject({
+        method: 'POST',
+        url: '/api/auth/login',
+        remoteAddress: '198.51.100.7',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.250' },
+        payload: JSON.stringify({ username, password }),
+      });
+    assert.equal((await forwarded('erin', 'wrong')).statusCode, 403);
+    const byPeer = await t.stores.throttle.recentFailures('ip:198.51.100.7', 50, t.clock.now, 900_000);
+    const byHeader = await t.stores.throttle.recentFailures('ip:203.0.113.250', 50, t.clock.now, 900_000);
+    assert.deepEqual([byPeer.length, byHeader.length], [1, 0]);
+    const login = await forwarded('erin', PASSWORD);
+    assert.equal(login.statusCode, 200);
+    const audits = t.logs.map((line) => JSON.parse(line)).filter((entry) => entry.audit === 'login');
+    assert.deepEqual(
+      audits.map((entry) => entry.clientIp),
+      ['198.51.100.7', '198.51.100.7'],
+    );
+    const sessions = await t.stores.sessions.list('erin', t.clock.now);
+    assert.deepEqual(
+      sessions.map((session) => session.clientIp),
+      ['198.51.100.7'],
+    );
   });
 
   // SQLite only: it reads the table itself (store-contract.test.ts proves the same of every store).

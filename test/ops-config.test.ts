@@ -28,7 +28,14 @@ describe('loadConfig', () => {
     assert.equal(config.trustProxy, false);
     assert.equal(config.usernameCase, 'lower');
     assert.equal(config.allowNewUsers, true);
-    assert.deepEqual(config.throttle, { userFailures: 5, ipFailures: 50, windowSeconds: 900 });
+    assert.deepEqual(config.throttle, {
+      userFailures: 5,
+      ipFailures: 50,
+      windowSeconds: 900,
+      ipv6PrefixLength: 64,
+    });
+    // contract §3: refusals answered no sooner than half a second after they began.
+    assert.equal(config.authFailureDelayMs, 500);
     assert.equal(config.workers, 1);
   });
 
@@ -254,6 +261,8 @@ describe('the settings table', () => {
     THROTTLE_USER_FAILURES: '7',
     THROTTLE_IP_FAILURES: '70',
     THROTTLE_WINDOW_SECONDS: '600',
+    THROTTLE_IPV6_PREFIX: '56',
+    AUTH_FAILURE_DELAY_MS: '750',
     SECRET_KEY: 's'.repeat(40),
     METRICS_PORT: '9100',
     LOG_LEVEL: 'warn',

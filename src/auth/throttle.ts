@@ -1,15 +1,20 @@
 // Login throttling (contract §3): per username and per client IP, counting only bad credentials (and
 // refusals decided without the backend, which must look alike), a repeated wrong password once, and
-// never locking the owner out from an address they used before. Guesses in flight count too, in
-// the store beside the failures, so the limit holds across every process and instance (issue 12).
-// The stores keep and count; the arithmetic of when a lock lifts is here.
+// never locking the owner out from an address they used before. Guesses in flight count toward both
+// limits, in the store beside the failures, so a parallel burst lets no more through than the limit
+// across every process and instance (issue 12; the IP limit too since issue 22). An IPv6 client is
+// keyed by its network (one subscriber holds a /64 or more). The stores keep and count; the
+// arithmetic of when a lock lifts is here.
 import { createHmac, randomUUID } from 'node:crypto';
+import ipaddr from 'ipaddr.js';
 import type { PendingGuess, ThrottleStore } from '../store/types.ts';
 
 export interface ThrottleSettings {
   readonly userFailures: number;
   readonly ipFailures: number;
   readonly windowSeconds: number;
+  /** An IPv6 client counts as its network of this prefix length (contract §3, default 64). */
+  readonly ipv6PrefixLength: number;
 }
 
 /** How long an address that logged in as a user stays exempt from that user's lock. */
@@ -21,11 +26,11 @@ export const KNOWN_CLIENT_TTL_MS = 30 * 24 * 3600 * 1000;
  */
 export const GUESS_TTL_MARGIN_MS = 30_000;
 
-/** An admitted attempt, in flight until `settle`. */
+/** An admitted attempt, in flight until `settle`: counted under its username and its client's key. */
 export interface AdmittedGuess {
   readonly username: string;
-  readonly clientIp: string;
-  readonly pending: PendingGuess;
+  readonly user: PendingGuess;
+  readonly ip: PendingGuess;
 }
 
 export type ThrottleVerdict =
@@ -33,27 +38,40 @@ export type ThrottleVerdict =
   | { readonly throttled: true; readonly retryAfterSeconds: number };
 
 const userKey = (username: string) => `u:${username}`;
-const ipKey = (clientIp: string) => `ip:${clientIp}`;
 
 /**
- * contract §3: milliseconds until a refused guess could be admitted at the earliest, if every guess
- * in flight turns out to be a failure. Such a failure is recorded when its guess settles, at the
- * earliest now, so the ones in flight are the newest failures-to-be, at `now`. The lock lifts when
- * fewer than `limit` failures remain in the window: when the limit-th newest leaves it. If they
- * succeed instead, it lifts sooner (a success clears the count), which nobody can know yet; counting
- * only the failures recorded so far would answer 1 s, and a client retrying then would be refused.
- * With nothing in flight (`pending` 0) it is when a lock of recorded failures lifts. The one place
- * this arithmetic lives: the stores return the facts (issue 13).
+ * The throttle key of a client address (contract §3): an IPv4 address (IPv4-mapped IPv6 included)
+ * as it is, an IPv6 address by its network of `prefixLength` bits, since one subscriber is given at
+ * least a /64 and could otherwise guess from 2^64 addresses. Anything unparsable is kept verbatim.
+ */
+export function clientKey(clientIp: string, prefixLength: number): string {
+  if (!ipaddr.isValid(clientIp)) return `ip:${clientIp}`;
+  const address = ipaddr.process(clientIp);
+  if (address.kind() === 'ipv4') return `ip:${address.toString()}`;
+  const bytes = address.toByteArray();
+  for (let bit = prefixLength; bit < 128; bit++) bytes[bit >> 3]! &= ~(0x80 >> (bit & 7));
+  return `ip:${ipaddr.fromByteArray(bytes).toString()}/${prefixLength}`;
+}
+
+/**
+ * contract §3: milliseconds until a refused guess could be admitted at the earliest. When the failures
+ * recorded in the window reach the limit on their own, the lock lifts when the limit-th newest leaves
+ * the window. When it takes the guesses in flight to reach it, they are done within `inFlightMs` (the
+ * longest an attempt lasts): then they have failed, and a retry learns the window's wait, or some
+ * succeeded, and the lock is gone. Either way the honest answer is that deadline, not a whole window
+ * (issue 22, defect 5: 900 s for five parallel guesses that last two). The one place this arithmetic
+ * lives: the stores return the facts (issue 13).
  */
 export function guessRetryAfterMs(
   facts: { readonly failures: readonly number[]; readonly pending: number },
   limit: number,
   now: number,
   windowMs: number,
+  inFlightMs: number,
 ): number {
-  const newestFirst = [...Array.from({ length: facts.pending }, () => now), ...facts.failures];
-  const limiting = newestFirst[limit - 1] ?? now;
-  return Math.max(0, limiting + windowMs - now);
+  const limiting = facts.failures[limit - 1];
+  if (limiting !== undefined) return Math.max(0, limiting + windowMs - now);
+  return facts.pending > 0 ? Math.min(inFlightMs, windowMs) : 0;
 }
 
 export class LoginThrottle {
@@ -89,8 +107,9 @@ export class LoginThrottle {
   }
 
   /**
-   * Whether an attempt may go ahead now; when it may, it counts as a guess in flight for the
-   * username until `settle`, or for at most `maxAttemptMs` (and a margin) if `settle` never comes.
+   * Whether an attempt may go ahead now; when it may, it counts as a guess in flight for the username
+   * and for the client until `settle`, or for at most `maxAttemptMs` (and a margin) if `settle` never
+   * comes (a crashed process).
    */
   async admit(
     username: string,
@@ -99,34 +118,38 @@ export class LoginThrottle {
     maxAttemptMs: number,
   ): Promise<ThrottleVerdict> {
     const now = this.#now();
-    const { userFailures, ipFailures } = this.#settings;
-    // The per-IP limit counts only recorded failures: many people behind one NAT log in at once.
-    const ip = await this.#store.recentFailures(ipKey(clientIp), ipFailures, now, this.#windowMs);
-    if (ip.length >= ipFailures) {
+    const { userFailures, ipFailures, ipv6PrefixLength } = this.#settings;
+    const windowMs = this.#windowMs;
+    const retryAfter = (facts: { failures: readonly number[]; pending: number }, limit: number) =>
+      guessRetryAfterMs(facts, limit, now, windowMs, maxAttemptMs);
+    const fingerprint = this.fingerprint(username, password);
+    const expiresAt = now + maxAttemptMs + GUESS_TTL_MARGIN_MS;
+    const id = randomUUID();
+    // contract §3: guesses in flight count toward the IP's limit as if they had failed, so 300 parallel
+    // guesses over distinct usernames from one address let no more than the limit through (defect 6).
+    const client = clientKey(clientIp, ipv6PrefixLength);
+    const ip: PendingGuess = { key: client, fingerprint, id, expiresAt };
+    const byIp = await this.#store.beginGuess(ip, ipFailures, now, windowMs);
+    if (!byIp.admitted) {
       // Nothing goes ahead; the answer says when both locks will have lifted, if the user's holds too.
-      const user = await this.#store.recentFailures(userKey(username), userFailures, now, this.#windowMs);
+      const failures = await this.#store.recentFailures(userKey(username), userFailures, now, windowMs);
       const userLocked =
-        user.length >= userFailures && !(await this.#store.isKnownClient(username, clientIp, now));
-      const lifts = (failures: number[], limit: number) =>
-        guessRetryAfterMs({ failures, pending: 0 }, limit, now, this.#windowMs);
-      return this.#throttled(Math.max(lifts(ip, ipFailures), userLocked ? lifts(user, userFailures) : 0));
+        failures.length >= userFailures && !(await this.#store.isKnownClient(username, client, now));
+      const userWait = userLocked ? retryAfter({ failures, pending: 0 }, userFailures) : 0;
+      return this.#throttled(Math.max(retryAfter(byIp, ipFailures), userWait));
     }
-    const pending: PendingGuess = {
-      key: userKey(username),
-      fingerprint: this.fingerprint(username, password),
-      id: randomUUID(),
-      expiresAt: now + maxAttemptMs + GUESS_TTL_MARGIN_MS,
-    };
-    let admission = await this.#store.beginGuess(pending, userFailures, now, this.#windowMs);
-    if (!admission.admitted && (await this.#store.isKnownClient(username, clientIp, now))) {
+    const user: PendingGuess = { ...ip, key: userKey(username) };
+    let byUser = await this.#store.beginGuess(user, userFailures, now, windowMs);
+    if (!byUser.admitted && (await this.#store.isKnownClient(username, client, now))) {
       // contract §3: an address that logged in as the user is not held back by the user's lock; its
       // guess still counts as in flight, as every other.
-      admission = await this.#store.beginGuess(pending, null, now, this.#windowMs);
+      byUser = await this.#store.beginGuess(user, null, now, windowMs);
     }
-    if (!admission.admitted) {
-      return this.#throttled(guessRetryAfterMs(admission, userFailures, now, this.#windowMs));
+    if (!byUser.admitted) {
+      await this.#store.endGuess(ip);
+      return this.#throttled(retryAfter(byUser, userFailures));
     }
-    return { throttled: false, guess: { username, clientIp, pending } };
+    return { throttled: false, guess: { username, user, ip } };
   }
 
   /**
@@ -134,25 +157,21 @@ export class LoginThrottle {
    * backend: login.ts) is recorded, a success clears the username's count.
    */
   async settle(guess: AdmittedGuess, outcome: 'success' | 'counted' | 'other'): Promise<void> {
-    const { username, clientIp, pending } = guess;
+    const { username, user, ip } = guess;
     try {
       const now = this.#now();
       // Recorded before the guess ends, so that no moment sees it neither in flight nor failed.
       if (outcome === 'counted') {
-        await this.#store.recordFailure(
-          [userKey(username), ipKey(clientIp)],
-          pending.fingerprint,
-          now,
-          this.#windowMs,
-        );
+        await this.#store.recordFailure([user.key, ip.key], user.fingerprint, now, this.#windowMs);
       } else if (outcome === 'success') {
         await Promise.all([
           this.#store.clear(userKey(username)),
-          this.#store.rememberClient(username, clientIp, now, KNOWN_CLIENT_TTL_MS),
+          // Known by the same key as the limit's: an IPv6 owner's temporary addresses change daily.
+          this.#store.rememberClient(username, ip.key, now, KNOWN_CLIENT_TTL_MS),
         ]);
       }
     } finally {
-      await this.#store.endGuess(pending);
+      await Promise.all([this.#store.endGuess(user), this.#store.endGuess(ip)]);
     }
   }
 

@@ -56,7 +56,11 @@ export interface Config {
     readonly userFailures: number;
     readonly ipFailures: number;
     readonly windowSeconds: number;
+    /** contract §3: an IPv6 client is keyed by its network of this prefix length. */
+    readonly ipv6PrefixLength: number;
   };
+  /** contract §3: a refused login is answered no sooner than this after it began. */
+  readonly authFailureDelayMs: number;
   /** Keys the throttle's password fingerprints; `null`: a random key kept in the database. */
   readonly secretKey: string | null;
   readonly metricsPort: number | null;
@@ -230,7 +234,9 @@ export function loadConfig(env: Env): Config {
       userFailures: s.THROTTLE_USER_FAILURES,
       ipFailures: s.THROTTLE_IP_FAILURES,
       windowSeconds: s.THROTTLE_WINDOW_SECONDS,
+      ipv6PrefixLength: s.THROTTLE_IPV6_PREFIX,
     },
+    authFailureDelayMs: s.AUTH_FAILURE_DELAY_MS,
     secretKey: s.SECRET_KEY ?? null,
     metricsPort: s.METRICS_PORT ?? null,
     shutdownGraceMs: s.SHUTDOWN_GRACE_MS,

@@ -142,9 +142,33 @@ export const SETTINGS = {
     integer(1, 1_000_000)({ default: 5, desc: 'failed logins per username in the window before 429' }),
   ),
   THROTTLE_IP_FAILURES: row(
-    integer(1, 1_000_000)({ default: 50, desc: 'failed logins per client IP in the window before 429' }),
+    integer(
+      1,
+      1_000_000,
+    )({
+      default: 50,
+      desc: 'failed logins per client IP in the window before 429; logins in flight count too, so more than this many at once from one address (a NAT without `TRUST_PROXY`) are refused',
+    }),
   ),
   THROTTLE_WINDOW_SECONDS: row(integer(1, 86_400)({ default: 900, desc: 'the throttle window' })),
+  THROTTLE_IPV6_PREFIX: row(
+    integer(
+      1,
+      128,
+    )({
+      default: 64,
+      desc: 'an IPv6 client is counted by its network of this prefix length (one subscriber holds a /64 or more)',
+    }),
+  ),
+  AUTH_FAILURE_DELAY_MS: row(
+    integer(
+      0,
+      60_000,
+    )({
+      default: 500,
+      desc: 'a refused login is answered no sooner than this after it began, whatever the backend (a floor, not an addition): a directory that refuses unknown users faster than wrong passwords tells nothing',
+    }),
+  ),
   SECRET_KEY: row(
     secretKey({
       default: undefined,
