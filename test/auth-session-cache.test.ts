@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { backup, DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import { runCli } from '../src/cli/main.ts';
 import { cachedSqliteSessions } from '../src/store/sqlite/sessions.ts';
@@ -115,6 +116,42 @@ describe('the session cache across processes', () => {
     await a.stores.sessions.purgeExpired(Date.now() + 11 * 60 * 1000);
     assert.equal((await check(b, cookie)).statusCode, 403);
   });
+
+  // Issue 22, defect 8: after a live restore of an older backup the deletion log's sequence went
+  // backwards; B kept waiting for numbers it had already read, never saw the later deletions, and
+  // served a deleted session from memory.
+  for (const after of ['at once', 'once the sequence has passed where B had read'] as const) {
+    test(`a restore of an older backup empties the cache of another process (deletions seen ${after})`, async () => {
+      const { cookie } = await loginAs(a.fastify, 'alice', 'pw');
+      assert.equal((await check(b, cookie)).statusCode, 200);
+      const backupFile = join(mkdtempSync(join(tmpdir(), 'clubhouse-backup-')), 'backup.sqlite');
+      const live = new DatabaseSync(a.config.databaseUrl.slice('sqlite:'.length));
+      await backup(live, backupFile);
+      live.close();
+      // Two more deletions, read by B: its place in the log moves past the backup's.
+      for (let i = 0; i < 2; i++) {
+        const bob = await loginAs(a.fastify, 'bob', 'pw');
+        await a.fastify.inject({ method: 'POST', url: '/api/auth/logout', headers: { cookie: bob.cookie } });
+      }
+      assert.equal((await check(b, cookie)).statusCode, 200);
+      // The live restore (the sqlite3 shell's .restore is the same backup API, the other way).
+      const source = new DatabaseSync(backupFile);
+      await backup(source, a.config.databaseUrl.slice('sqlite:'.length));
+      source.close();
+      await a.fastify.inject({ method: 'POST', url: '/api/auth/logout', headers: { cookie } });
+      if (after !== 'at once') {
+        for (let i = 0; i < 3; i++) {
+          const bob = await loginAs(a.fastify, 'bob', 'pw');
+          await a.fastify.inject({
+            method: 'POST',
+            url: '/api/auth/logout',
+            headers: { cookie: bob.cookie },
+          });
+        }
+      }
+      assert.equal((await check(b, cookie)).statusCode, 403, 'the logged-out session answered from memory');
+    });
+  }
 
   test('expiry is checked on cached sessions too', async () => {
     const t = await startTestApp({ authenticator: fakeAuthenticator({ alice: 'pw' }), fixedClock: true });

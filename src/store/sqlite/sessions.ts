@@ -52,6 +52,7 @@ export function cachedSqliteSessions(
   const countActive = db.prepare('SELECT count(*) AS n FROM sessions WHERE expires_at > ?');
   const dataVersion = db.prepare('PRAGMA data_version');
   const deletionsAfter = db.prepare('SELECT seq, id_hash FROM session_deletions WHERE seq > ? ORDER BY seq');
+  const entryAt = db.prepare('SELECT id_hash FROM session_deletions WHERE seq = ?');
   // `last` survives the purge of the log (AUTOINCREMENT keeps it in sqlite_sequence).
   const logBounds = db.prepare(
     "SELECT (SELECT min(seq) FROM session_deletions) AS first, (SELECT seq FROM sqlite_sequence WHERE name = 'session_deletions') AS last",
@@ -66,17 +67,41 @@ export function cachedSqliteSessions(
     const last = Number(row.last ?? 0);
     return { first: row.first === null ? last + 1 : Number(row.first), last };
   };
-  let lastSeq = bounds().last;
+  const hashAt = (seq: number): string | null => {
+    const row = entryAt.get(seq);
+    return row === undefined ? null : Buffer.from(row['id_hash'] as Uint8Array).toString('hex');
+  };
+  /**
+   * The newest log entry the cache has accounted for, and its id hash (null: not in the log, e.g. an
+   * empty log). Its hash is checked again before reading on: a log rewritten under us (issue 22,
+   * defect 8: a live `.restore` of an older backup sent the sequence backwards, later deletions were
+   * never read and a deleted session was served from memory) shows as an anchor that moved.
+   */
+  let anchor = (() => {
+    const { last } = bounds();
+    return { seq: last, hash: hashAt(last) };
+  })();
 
-  /** Evicts what the log says was deleted since we last read it. */
+  /** Evicts what the log says was deleted since we last read it; empties the cache if it cannot tell. */
   const readLog = () => {
     const { first, last } = bounds();
-    // Entries we never saw were already purged from the log: we cannot know what they were.
-    if (first > lastSeq + 1) cache.clear();
-    for (const row of deletionsAfter.all(lastSeq)) {
-      cache.delete(Buffer.from(row['id_hash'] as Uint8Array).toString('hex'));
+    const unexplained =
+      // The sequence went backwards: the log is another one (a restored backup).
+      last < anchor.seq ||
+      // Our anchor is gone or holds another deletion: the log was rewritten, or purged past us.
+      (anchor.hash !== null && hashAt(anchor.seq) !== anchor.hash) ||
+      // Entries we never saw were already purged from the log: we cannot know what they were.
+      first > anchor.seq + 1;
+    if (unexplained) {
+      cache.clear();
+      anchor = { seq: last, hash: hashAt(last) };
+      return;
     }
-    lastSeq = Math.max(lastSeq, last);
+    for (const row of deletionsAfter.all(anchor.seq)) {
+      const hash = Buffer.from(row['id_hash'] as Uint8Array).toString('hex');
+      cache.delete(hash);
+      anchor = { seq: Number(row['seq']), hash };
+    }
   };
   /** The watch's epoch when we last caught up (NaN: never). */
   let seenEpoch = Number.NaN;
