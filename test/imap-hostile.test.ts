@@ -35,6 +35,8 @@ interface Trick {
   readonly probe?: boolean;
   /** TLS never comes up: the password must not be on the wire at all. */
   readonly neverTls?: boolean;
+  /** The reason the attempt must end with, where the class alone would not tell the mechanism. */
+  readonly reason?: string;
 }
 
 const NO_PLAIN = 'IMAP4rev1 STARTTLS ID';
@@ -125,6 +127,17 @@ const TRICKS: readonly Trick[] = [
     neverTls: true,
   },
   {
+    // Issue 22, defect 9: a literal announced behind the OK left the reader waiting for its bytes,
+    // which then came from inside TLS; refused before only because the mangled answer broke later.
+    name: 'a literal announced behind the STARTTLS OK',
+    server: { trick: 'starttls-literal' },
+    security: 'starttls',
+    failure: 'upstream_misconfigured',
+    reason: 'plaintext injected after STARTTLS',
+    probe: true,
+    neverTls: true,
+  },
+  {
     name: 'plaintext instead of the TLS handshake',
     server: { trick: 'starttls-plaintext' },
     security: 'starttls',
@@ -188,6 +201,25 @@ const TRICKS: readonly Trick[] = [
     security: 'tls',
     failure: 'upstream_unavailable',
   },
+  // Issue 22, defect 9: `OKAY` and `OK[ALERT]` were read as OK.
+  {
+    name: 'OKAY in answer to the login',
+    server: { trick: 'status-okay' },
+    security: 'tls',
+    failure: 'upstream_misconfigured',
+  },
+  {
+    name: 'OK[ALERT] in answer to the login',
+    server: { trick: 'status-glued' },
+    security: 'tls',
+    failure: 'upstream_misconfigured',
+  },
+  {
+    name: "OK with the client's own tag in another case",
+    server: { trick: 'tag-case' },
+    security: 'tls',
+    failure: 'upstream_misconfigured',
+  },
   {
     name: 'BAD in answer to the login',
     server: { trick: 'bad' },
@@ -248,6 +280,7 @@ describe('a hostile IMAP server', () => {
         const deadline = `no answer within ${timeoutMs} ms`;
         if (trick.stalls === true) assert.equal(audit.reason, deadline, JSON.stringify(audit));
         else assert.notEqual(audit.reason, deadline, JSON.stringify(audit));
+        if (trick.reason !== undefined) assert.equal(audit.reason, trick.reason, JSON.stringify(audit));
         assert.equal(reference.fired, trick.stalls === true, 'ended at the deadline exactly when stalled');
         if (trick.neverTls === true) {
           const sent = server.received();

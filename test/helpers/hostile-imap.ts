@@ -28,6 +28,14 @@ export type Trick =
   | 'starttls-injection'
   /** STARTTLS answered `OK`, then plaintext instead of a TLS handshake. */
   | 'starttls-plaintext'
+  /** STARTTLS answered `OK` with a bare literal announced behind it (`{30}`), then TLS as usual. */
+  | 'starttls-literal'
+  /** The login answered `OKAY` (not a status: RFC 9051 resp-cond-state is "OK" SP resp-text). */
+  | 'status-okay'
+  /** The login answered `OK[ALERT]`, with no space after the status. */
+  | 'status-glued'
+  /** The login answered `OK` with the client's own tag in another case (`A3` for `a3`). */
+  | 'tag-case'
   /** Asks for a synchronising literal (`+`), then never reads another byte. */
   | 'literal-never-read'
   /** Answers every command with continuation requests, without end. */
@@ -149,6 +157,9 @@ export async function startHostileImap(options: HostileOptions = {}): Promise<Ho
       if (trick === 'untagged-ok') return void send('* OK Logged in\r\n');
       if (trick === 'unavailable') return void send(`${tag} NO [UNAVAILABLE] backend down\r\n`);
       if (trick === 'bad') return void send(`${tag} BAD what\r\n`);
+      if (trick === 'status-okay') return void send(`${tag} OKAY Logged in\r\n`);
+      if (trick === 'status-glued') return void send(`${tag} OK[ALERT] Logged in\r\n`);
+      if (trick === 'tag-case') return void send(`${tag.toUpperCase()} OK Logged in\r\n`);
       const ok = user !== null && pass !== null && users[user.toString('utf8')] === pass.toString('utf8');
       send(
         ok
@@ -187,7 +198,8 @@ export async function startHostileImap(options: HostileOptions = {}): Promise<Ho
         if (trick === 'starttls-refused') return void send(`${tag} NO not now\r\n`);
         if (trick === 'starttls-injection')
           return void send(`${tag} OK Begin TLS\r\n* OK [CAPABILITY IMAP4rev1 AUTH=PLAIN] injected\r\n`);
-        send(`${tagOf(tag)} OK Begin TLS\r\n`);
+        // One write, so the literal's announcement arrives with the OK, before the client could start TLS.
+        send(`${tagOf(tag)} OK Begin TLS\r\n${trick === 'starttls-literal' ? '{30}\r\n' : ''}`);
         if (trick === 'starttls-plaintext') return void setTimeout(() => send('* OK not TLS at all\r\n'), 50);
         if (context === null) throw new Error('STARTTLS needs options.cert');
         raw.removeAllListeners('data');

@@ -85,7 +85,9 @@ class Connection {
       }
       // contract §5: another tag's answer (even an OK) is out of protocol, never a verdict.
       if (response.tag !== tag) throw new ImapProtocolError('a tagged answer to a command never sent');
-      const status = /^(OK|NO|BAD)(?: \[([^\]\s]*))?/i.exec(response.text);
+      // RFC 9051 §7.1: resp-cond-state = ("OK" / "NO" / "BAD") SP resp-text, so `OKAY` or
+      // `OK[ALERT]` is no status at all (issue 22, defect 9); the code is `[` atom, up to `]`.
+      const status = /^(OK|NO|BAD) (?:\[([^\]\s]*))?/i.exec(response.text);
       if (status === null) throw new ImapProtocolError('a tagged answer without OK, NO or BAD');
       const verdict = (status[1] ?? '').toUpperCase() as Tagged['status'];
       if (verdict === 'OK' && next < segments.length)

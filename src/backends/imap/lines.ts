@@ -75,9 +75,13 @@ export class ResponseReader {
     this.#socket = null;
   }
 
-  /** Bytes received and not yet handed out: after STARTTLS's OK there must be none (CVE-2011-0411). */
+  /**
+   * Bytes received and not yet handed out, or a literal still awaited: after STARTTLS's OK there must
+   * be none (CVE-2011-0411). A literal announced behind the OK would otherwise take its bytes from
+   * inside TLS (issue 22, defect 9).
+   */
   get buffered(): number {
-    return this.#buffer.length + this.#ready.length + this.#partial.length;
+    return this.#buffer.length + this.#ready.length + this.#partial.length + this.#literal;
   }
 
   /** Fails every later `next()` with `err` (the first failure wins). */
