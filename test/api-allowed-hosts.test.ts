@@ -3,6 +3,7 @@
 // on the Fastify routes and on the raw check path alike; the health probes are served to any Host.
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { runCli } from '../src/cli/main.ts';
 import { ConfigError, loadConfig } from '../src/config/config.ts';
@@ -217,5 +218,46 @@ describe('without ALLOWED_HOSTS', () => {
     } finally {
       await t.close();
     }
+  });
+});
+
+/** One request written by hand on a fresh connection (two Host lines cannot be sent otherwise). */
+async function rawExchange(port: number, head: string): Promise<string> {
+  const socket = connect(port, '127.0.0.1');
+  socket.end(`${head}\r\n`);
+  let text = '';
+  for await (const chunk of socket) text += String(chunk);
+  return text;
+}
+
+// Issue 22, defect 10: node serves the first of two Host lines; a proxy that routed by the second
+// and this service would disagree on the site asked. RFC 9112 §3.2: 400.
+describe('a request with more than one Host line', () => {
+  let t: TestApp;
+  let port: number;
+  before(async () => {
+    t = await startTestApp({ authenticator: fakeAuthenticator({ alice: 'pw' }) });
+    port = Number(new URL(await t.fastify.listen({ port: 0, host: '127.0.0.1' })).port);
+  });
+  after(() => t.close());
+
+  for (const path of ['/api/auth/check', '/api/group/', '/healthz', '/']) {
+    test(`GET ${path}: 400 "Invalid Host header.", with ALLOWED_HOSTS unset`, async () => {
+      const text = await rawExchange(
+        port,
+        `GET ${path} HTTP/1.1\r\nHost: club.example.org\r\nhost: evil.example\r\nConnection: close\r\n`,
+      );
+      assert.match(text, /^HTTP\/1\.1 400 /);
+      assert.ok(text.endsWith(JSON.stringify(INVALID_HOST)), text);
+      assert.match(text, /x-frame-options: SAMEORIGIN/i);
+    });
+  }
+
+  test('one Host line is served as before', async () => {
+    const text = await rawExchange(
+      port,
+      'GET /api/auth/check HTTP/1.1\r\nHost: club.example.org\r\nConnection: close\r\n',
+    );
+    assert.match(text, /^HTTP\/1\.1 403 /);
   });
 });

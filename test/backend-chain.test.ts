@@ -1,6 +1,7 @@
 // Contract §8, the chain's semantics with scripted backends: order, first success wins,
 // bad_credentials asks the next, an outage class is kept so nobody is locked out, domain routing,
-// and a username no backend serves refused without contacting any, as slowly as a refusal (§3).
+// a username no backend serves refused without contacting any, and the refusal delay of a username
+// drawn from its own route's backends (§3).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Backend, LoginFailure, VerifyResult } from '../src/backends/authenticator.ts';
@@ -47,8 +48,7 @@ const accept =
   (_u, p) =>
     p === password ? { ok: true } : { ok: false, failure: 'bad_credentials', reason: 'wrong' };
 
-const chainOf = (...backends: Backend[]) =>
-  createChain(backends, { probeTtlMs: 1000, sleep: async () => undefined });
+const chainOf = (...backends: Backend[]) => createChain(backends, { probeTtlMs: 1000 });
 
 describe('the chain of backends', () => {
   test('backends are asked in order and the first success logs in, naming that backend', async () => {
@@ -145,47 +145,39 @@ describe('the chain of backends', () => {
     assert.deepEqual(staff.calls, []);
   });
 
-  test('an unserved username waits as long as a refused password through the chain took (contract §3)', async () => {
-    const waits: number[] = [];
-    // A clock that moves only inside the backend: its refusals last exactly 120, 130 and 140 ms.
-    const clock = { ms: 0 };
-    let refusals = 0;
-    const slow = scripted('slow', () => {
-      clock.ms += 120 + 10 * refusals++;
-      return { ok: false, failure: 'bad_credentials', reason: 'wrong' };
-    }, ['staff.example']);
-    const pupils = scripted('pupils', accept('pw'), ['pupils.example']);
-    const chain = createChain([slow, pupils], {
-      probeTtlMs: 1000,
-      sleep: async (ms) => {
-        waits.push(ms);
-      },
-      now: () => clock.ms,
+  // Issue 22, defect 4: the wait was drawn from every backend's refusals mixed, so a disabled user
+  // on a fast domain waited as long as a slow domain's directory takes.
+  test("a refusal decided without the backends imitates the backends of the username's own route", () => {
+    const slow = Object.assign(scripted('slow', accept('pw'), ['staff.example']), {
+      refusalDelayMs: () => 600,
     });
-    // Before any refusal is measured: the slowest backend's own estimate.
-    assert.equal(chain.refusalDelayMs(), 777);
-    for (let i = 0; i < 3; i++) await chain.verify(`u${i}@staff.example`, 'pw', '192.0.2.1');
-    await chain.verify('u@other.example', 'pw', '192.0.2.1');
-    assert.equal(waits.length, 1);
-    // One of the refusals it timed, not the seed (issue 14: read off the test's clock, not measured).
-    assert.ok([120, 130, 140].includes(waits[0] ?? 0), `waited ${waits[0]} ms`);
-    assert.deepEqual(pupils.calls, []);
+    const fast = Object.assign(scripted('fast', accept('pw'), ['pupils.example']), {
+      refusalDelayMs: () => 30,
+    });
+    const everyone = Object.assign(scripted('everyone', accept('pw')), { refusalDelayMs: () => 5 });
+    const chain = chainOf(slow, fast, everyone);
+    assert.equal(chain.refusalDelayMs('kim@pupils.example'), 30 + 5, 'fast, then the catch-all');
+    assert.equal(chain.refusalDelayMs('kim@staff.example'), 600 + 5, 'slow, then the catch-all');
+    assert.equal(chain.refusalDelayMs('kim'), 5, 'only the catch-all serves a bare name');
+    assert.equal(
+      chainOf(slow, fast).refusalDelayMs('kim@other.example'),
+      0,
+      'no route: no backend to imitate',
+    );
     // The backends are asked one after another: the longest verify is the sum of theirs.
-    assert.equal(chain.maxVerifyMs, 2000);
+    assert.equal(chainOf(slow, fast).maxVerifyMs, 2000);
   });
 
-  test("with one backend, refusals decided without it wait as long as that backend's refusals", async () => {
+  test('a username no backend serves is refused at once by the chain (the login procedure times it)', async () => {
     const only = scripted('only', accept('pw'), ['staff.example']);
-    const waits: number[] = [];
-    const chain = createChain([only], {
-      probeTtlMs: 1000,
-      sleep: async (ms) => {
-        waits.push(ms);
-      },
+    const chain = chainOf(only);
+    const result = await chain.verify('u@other.example', 'pw', '192.0.2.1');
+    assert.deepEqual(result, {
+      ok: false,
+      failure: 'bad_credentials',
+      reason: 'no backend serves this username',
     });
-    assert.equal(chain.refusalDelayMs(), 777);
-    await chain.verify('u@other.example', 'pw', '192.0.2.1');
-    assert.deepEqual(waits, [777]);
+    assert.deepEqual(only.calls, []);
   });
 
   test('readiness probes every backend, names the failing one, and caches the answers', async () => {

@@ -1,6 +1,8 @@
-// Logging in (contract §3): throttle, refuse what must not reach IMAP, verify, then start a fresh session.
+// Logging in (contract §3): refuse what must not reach a backend, throttle, decide (the user rules,
+// then the backends), answer a refusal no sooner than the failure floor, then start a fresh session.
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Authenticator, LoginFailure } from '../backends/imap/authenticator.ts';
+import type { Authenticator, LoginFailure } from '../backends/authenticator.ts';
 import type { UserStore } from '../store/types.ts';
 import type { Credentials } from './credentials.ts';
 import type { LoginClient, Sessions } from './sessions.ts';
@@ -12,8 +14,12 @@ export interface LoginDeps {
   readonly throttle: LoginThrottle;
   readonly authenticator: Authenticator;
   readonly allowNewUsers: boolean;
-  /** How a refusal decided here waits out its delay (default a timer); a test records what it asks. */
+  /** contract §3 (AUTH_FAILURE_DELAY_MS): a refusal is answered no sooner than this after it began. */
+  readonly failureDelayMs: number;
+  /** How a refusal waits out its delay (default a timer); a test records what it asks. */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** The clock a refusal's delay is measured on, in ms (default `performance.now`); a test's is exact. */
+  readonly now?: () => number;
 }
 
 export type LoginOutcome =
@@ -33,83 +39,160 @@ export type LoginOutcome =
     }
   | { readonly kind: 'throttled'; readonly retryAfterSeconds: number };
 
-const fail = (failure: LoginFailure, reason: string): LoginOutcome => ({ kind: 'failure', failure, reason });
+type Failure = Extract<LoginOutcome, { kind: 'failure' }>;
+/** Whether the credentials may log in, before any session: shared by identical attempts in flight. */
+type Verdict = { readonly kind: 'verified'; readonly backend?: string } | Failure;
+
+const fail = (failure: LoginFailure, reason: string): Failure => ({ kind: 'failure', failure, reason });
 
 // contract §3: a refusal decided without the backend counts toward the throttle like bad_credentials.
-// rejected_input does not (a control-character refusal locks nobody out), nor does an outage.
+// An outage does not, nor does input refused before admission (it is never admitted).
 const COUNTED: ReadonlySet<LoginFailure> = new Set(['bad_credentials', 'user_disabled', 'user_not_allowed']);
 
-/**
- * A refusal decided here, without the backend: answered only after as long as the backend's refusal
- * of a wrong password would take (contract §3), so its timing tells nothing of the cause. Input
- * refused before the backend waits too: every 403 of this endpoint then looks alike.
- */
-async function refuseHere(deps: LoginDeps, failure: LoginFailure, reason: string): Promise<LoginOutcome> {
-  await (deps.sleep ?? sleep)(deps.authenticator.refusalDelayMs());
-  return fail(failure, reason);
+/** Identical attempts (same canonical username and password) share a key; the password is not kept. */
+function verdictKey(username: string, password: string): string {
+  return createHash('sha256').update(username).update('\0').update(password).digest('base64');
 }
 
-/**
- * One login attempt from `client` (its address keys the throttle; both are kept with the session). `previousSessionId` (the cookie sent along) is invalidated on
- * success: login always mints a new id (contract §2, no session fixation).
- */
-export async function login(
-  deps: LoginDeps,
-  credentials: Credentials,
-  client: LoginClient & { readonly ip: string },
-  previousSessionId: string | undefined,
-): Promise<LoginOutcome> {
-  const { username, password } = credentials;
-  const clientIp = client.ip;
-  const verdict = await deps.throttle.admit(username, clientIp, password, deps.authenticator.maxVerifyMs);
-  if (verdict.throttled) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
-  let settled: 'success' | 'counted' | 'other' = 'other';
-  try {
-    const outcome = await attempt(deps, credentials, client, previousSessionId);
-    if (outcome.kind === 'success') settled = 'success';
-    else if (outcome.kind === 'failure' && COUNTED.has(outcome.failure)) settled = 'counted';
-    return outcome;
-  } finally {
-    await deps.throttle.settle(verdict.guess, settled);
+/** The login procedure of one process; identical attempts in flight share one verdict (contract §3). */
+export class LoginProcedure {
+  readonly #deps: LoginDeps;
+  readonly #sleep: (ms: number) => Promise<void>;
+  readonly #now: () => number;
+  readonly #inFlight = new Map<string, Promise<Verdict>>();
+
+  constructor(deps: LoginDeps) {
+    this.#deps = deps;
+    this.#sleep = deps.sleep ?? ((ms) => sleep(ms));
+    this.#now = deps.now ?? (() => performance.now());
   }
-}
 
-async function attempt(
-  deps: LoginDeps,
-  credentials: Credentials,
-  client: LoginClient & { readonly ip: string },
-  previousSessionId: string | undefined,
-): Promise<LoginOutcome> {
-  const { username, password } = credentials;
-  // contract §3: decided here, so nothing odd is ever written into an IMAP command.
-  if (credentials.refused !== null) return refuseHere(deps, 'rejected_input', credentials.refused);
-  const known = await deps.users.get(username);
-  if (known !== null && !known.active) return refuseHere(deps, 'user_disabled', 'user is disabled');
-  if (known === null && !deps.allowNewUsers)
-    return refuseHere(deps, 'user_not_allowed', 'unknown user and ALLOW_NEW_USERS=false');
+  /**
+   * One login attempt from `client` (its address keys the throttle; both are kept with the session).
+   * `previousSessionId` (the cookie sent along) is invalidated on success: login always mints a new
+   * id (contract §2, no session fixation).
+   */
+  async attempt(
+    credentials: Credentials,
+    client: LoginClient & { readonly ip: string },
+    previousSessionId: string | undefined,
+  ): Promise<LoginOutcome> {
+    const { username, password, refused } = credentials;
+    // contract §3: refused input is never admitted as a guess (five such attempts in parallel would
+    // otherwise hold the owner out, issue 22 defect 5), and it reaches no backend.
+    if (refused !== null) {
+      const decided = await this.#shared(username, password, () =>
+        this.#refuseHere(username, 'rejected_input', refused),
+      );
+      return decided.kind === 'verified' ? fail('rejected_input', refused) : decided;
+    }
+    const deps = this.#deps;
+    const verdict = await deps.throttle.admit(username, client.ip, password, this.#longestAttemptMs());
+    if (verdict.throttled) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
+    let settled: 'success' | 'counted' | 'other' = 'other';
+    try {
+      const decided = await this.#shared(username, password, () => this.#decide(credentials, client.ip));
+      const outcome =
+        decided.kind === 'verified'
+          ? await this.#start(username, decided, client, previousSessionId)
+          : decided;
+      if (outcome.kind === 'success') settled = 'success';
+      else if (outcome.kind === 'failure' && COUNTED.has(outcome.failure)) settled = 'counted';
+      return outcome;
+    } finally {
+      await deps.throttle.settle(verdict.guess, settled);
+    }
+  }
 
-  const verified = await deps.authenticator.verify(username, password, client.ip);
-  if (!verified.ok) {
+  /** The longest one attempt lasts: the backends' deadlines, or the longest refusal wait. */
+  #longestAttemptMs(): number {
+    return Math.max(this.#deps.authenticator.maxVerifyMs, this.#deps.failureDelayMs);
+  }
+
+  /**
+   * contract §3: identical concurrent attempts are answered together, refused by a backend or decided
+   * here (issue 22, defect 3: a burst of six for a disabled user, each waiting its own draw, ended
+   * spread over 700 ms where six for an active user ended at once). Only the verdict is shared: each
+   * success still starts its own session.
+   */
+  #shared(username: string, password: string, decide: () => Promise<Verdict>): Promise<Verdict> {
+    const key = verdictKey(username, password);
+    const running = this.#inFlight.get(key);
+    if (running !== undefined) return running;
+    const promise = decide().finally(() => this.#inFlight.delete(key));
+    this.#inFlight.set(key, promise);
+    return promise;
+  }
+
+  /** The user rules, then the backends; a refusal is answered no sooner than the floor. */
+  async #decide(credentials: Credentials, clientIp: string): Promise<Verdict> {
+    const started = this.#now();
+    const { username, password } = credentials;
+    const known = await this.#deps.users.get(username);
+    if (known !== null && !known.active)
+      return this.#refuseHere(username, 'user_disabled', 'user is disabled', started);
+    if (known === null && !this.#deps.allowNewUsers)
+      return this.#refuseHere(
+        username,
+        'user_not_allowed',
+        'unknown user and ALLOW_NEW_USERS=false',
+        started,
+      );
+    const verified = await this.#deps.authenticator.verify(username, password, clientIp);
+    if (verified.ok) return { kind: 'verified', backend: verified.backend };
+    // contract §3: whatever the backend; a directory that refuses a missing entry faster than a wrong
+    // password tells nothing (issue 22, defect 7).
+    await this.#waitUntil(started + this.#deps.failureDelayMs);
     return { kind: 'failure', failure: verified.failure, reason: verified.reason, backend: verified.backend };
   }
 
-  const admission = await deps.users.recordLogin(username, deps.sessions.now(), deps.allowNewUsers);
-  if (admission === 'disabled') return fail('user_disabled', 'user is disabled');
-  if (admission === 'unknown') return fail('user_not_allowed', 'unknown user and ALLOW_NEW_USERS=false');
-
-  await deps.sessions.end(previousSessionId);
-  const session = await deps.sessions.start(username, client);
-  // A disable that raced this login has either seen this session (and deleted it) or is seen here.
-  const after = await deps.users.get(username);
-  if (after === null || !after.active) {
-    await deps.sessions.end(session.id);
-    return fail('user_disabled', 'user was disabled during login');
+  /**
+   * A refusal decided without the backends: answered after as long as the backends this username's
+   * route would ask take to refuse a wrong password now (contract §3, issue 22 defect 4), and no
+   * sooner than the floor, so its timing tells nothing of the cause.
+   */
+  async #refuseHere(
+    username: string,
+    failure: LoginFailure,
+    reason: string,
+    started = this.#now(),
+  ): Promise<Failure> {
+    const imitated = this.#deps.authenticator.refusalDelayMs(username);
+    await this.#waitUntil(started + Math.max(this.#deps.failureDelayMs, imitated));
+    return fail(failure, reason);
   }
-  return {
-    kind: 'success',
-    username,
-    sessionId: session.id,
-    expiresAt: session.expiresAt,
-    backend: verified.backend,
-  };
+
+  async #waitUntil(at: number): Promise<void> {
+    const remaining = at - this.#now();
+    if (remaining > 0) await this.#sleep(remaining);
+  }
+
+  /** After a verified password: the user is recorded, the old session ended, a new one started. */
+  async #start(
+    username: string,
+    verified: { readonly backend?: string },
+    client: LoginClient,
+    previousSessionId: string | undefined,
+  ): Promise<LoginOutcome> {
+    const deps = this.#deps;
+    const admission = await deps.users.recordLogin(username, deps.sessions.now(), deps.allowNewUsers);
+    if (admission === 'disabled') return fail('user_disabled', 'user is disabled');
+    if (admission === 'unknown') return fail('user_not_allowed', 'unknown user and ALLOW_NEW_USERS=false');
+
+    await deps.sessions.end(previousSessionId);
+    const session = await deps.sessions.start(username, client);
+    // A disable that raced this login has either seen this session (and deleted it) or is seen here.
+    const after = await deps.users.get(username);
+    if (after === null || !after.active) {
+      await deps.sessions.end(session.id);
+      return fail('user_disabled', 'user was disabled during login');
+    }
+    return {
+      kind: 'success',
+      username,
+      sessionId: session.id,
+      expiresAt: session.expiresAt,
+      backend: verified.backend,
+    };
+  }
 }

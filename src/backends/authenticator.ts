@@ -28,10 +28,10 @@ export interface GuardStats {
 export interface Authenticator {
   verify(username: string, password: string, clientIp: string): Promise<VerifyResult>;
   /**
-   * How long a refusal decided without asking this backend waits (contract §3: as long as its
-   * refusal of a wrong password would take).
+   * How long a refusal decided without asking the backends waits for `username` (contract §3: as long
+   * as the backends its route would ask take to refuse a wrong password now).
    */
-  refusalDelayMs(): number;
+  refusalDelayMs(username: string): number;
   /** The longest one verify() can take: how long a guess may stay in flight (throttle.ts). */
   readonly maxVerifyMs: number;
   /** Counters for metrics and readiness. */
@@ -54,7 +54,10 @@ export interface Backend {
   /** Mail domains it serves (`local@domain` usernames only); null: every username. */
   readonly domains: readonly string[] | null;
   verify(username: string, password: string, clientIp: string): Promise<VerifyResult>;
-  /** As Authenticator's: how long this backend's refusal of a wrong password takes (contract §3). */
+  /**
+   * How long this backend's refusal of a wrong password takes now (contract §3): one recent refusal's
+   * duration, or 0 while it fails fast (breaker open, queue full), as an attempt then would.
+   */
   refusalDelayMs(): number;
   readonly maxVerifyMs: number;
   /** Connect, TLS and a credential-free check, within the backend's deadline; never logs a user in. */

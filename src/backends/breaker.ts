@@ -25,6 +25,12 @@ export class CircuitBreaker {
     return this.#state;
   }
 
+  /** True when an attempt now would fail at once without reaching the server (not a probe slot). */
+  get failsFast(): boolean {
+    const state = this.state;
+    return state === 'open' || (state === 'half_open' && this.#probing);
+  }
+
   /** True when an attempt may go to the server now; in half-open, only one probe at a time. */
   tryAcquire(): boolean {
     const state = this.state;

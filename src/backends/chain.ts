@@ -2,11 +2,10 @@
 // asks the next; so does an outage, and if nobody succeeds the attempt keeps the first outage class,
 // so an outage locks nobody out (only `bad_credentials` counts toward the throttle, §3). A backend
 // restricted to domains is asked only for `local@domain` usernames of its domains; a username no
-// backend serves is refused without contacting any, after as long as a refusal usually takes (§3).
+// backend serves is refused without contacting any (the login procedure times every refusal, §3).
 
 import type { Authenticator, Backend, GuardStats, VerifyResult } from './authenticator.ts';
 import { cachedProbe } from './imap/probe.ts';
-import { RefusalTiming } from './refusal-timing.ts';
 
 /** The domain part of `local@domain`, lower-cased; null without exactly one `@`. */
 export function mailDomain(username: string): string | null {
@@ -26,21 +25,10 @@ export function backendsFor(backends: readonly Backend[], username: string): Bac
 export interface ChainOptions {
   /** How long a readiness answer is reused (contract §6: probes cannot hammer a backend). */
   readonly probeTtlMs: number;
-  readonly sleep?: (ms: number) => Promise<void>;
-  /** The clock a refusal through the chain is timed with, in ms (default `performance.now`). */
-  readonly now?: () => number;
 }
 
 /** One Authenticator over ordered backends. */
 export function createChain(backends: readonly Backend[], options: ChainOptions): Authenticator {
-  // A refused password through the chain, timed as a whole (several backends may be asked in turn);
-  // until one is measured, the slowest backend's own estimate.
-  const timing = new RefusalTiming(Math.max(0, ...backends.map((backend) => backend.refusalDelayMs())));
-  // contract §3: with one backend its own refusals are the ones to imitate.
-  const refusalDelayMs = () =>
-    backends.length === 1 ? (backends[0]?.refusalDelayMs() ?? 0) : timing.delayMs();
-  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  const now = options.now ?? (() => performance.now());
   const probes = backends.map((backend) => ({
     name: backend.name,
     probe: cachedProbe(() => backend.probe(), options.probeTtlMs),
@@ -49,14 +37,11 @@ export function createChain(backends: readonly Backend[], options: ChainOptions)
   return {
     async verify(username, password, clientIp): Promise<VerifyResult> {
       const serving = backendsFor(backends, username);
-      if (serving.length === 0) {
-        // contract §3/§8: no backend is contacted, yet the refusal takes as long as a wrong password.
-        await sleep(refusalDelayMs());
+      // contract §8: no backend is contacted; the login procedure answers it as late as any refusal.
+      if (serving.length === 0)
         return { ok: false, failure: 'bad_credentials', reason: 'no backend serves this username' };
-      }
       let firstOutage: VerifyResult | null = null;
       let last: VerifyResult | null = null;
-      const started = now();
       for (const backend of serving) {
         const result = { ...(await backend.verify(username, password, clientIp)), backend: backend.name };
         if (result.ok) return result;
@@ -65,10 +50,15 @@ export function createChain(backends: readonly Backend[], options: ChainOptions)
       }
       // contract §8: an outage anywhere outranks the refusals, so nobody is locked out by it.
       if (firstOutage !== null) return firstOutage;
-      timing.record(now() - started);
       return last as VerifyResult;
     },
-    refusalDelayMs,
+    // contract §3: a wrong password for this username is refused by each backend of its route in
+    // turn, so a refusal decided without them waits one recent refusal of each, added up; never the
+    // times of backends its route would not ask (issue 22, defect 4: a disabled user on a fast
+    // domain waited for a slow domain's directory).
+    refusalDelayMs(username) {
+      return backendsFor(backends, username).reduce((sum, backend) => sum + backend.refusalDelayMs(), 0);
+    },
     // The backends are asked one after another.
     maxVerifyMs: backends.reduce((sum, backend) => sum + backend.maxVerifyMs, 0),
     stats(): GuardStats {

@@ -99,7 +99,9 @@ export function guardAttempts(once: AttemptOnce, options: GuardOptions): Guarded
       inFlight.set(key, promise);
       return promise;
     },
-    refusalDelayMs: () => options.timing.delayMs(),
+    // contract §3: while the breaker is open or the queue full an attempt is refused at once, so a
+    // refusal decided without the backend waits no more then either (issue 22, defect 3).
+    refusalDelayMs: () => (breaker.failsFast || limiter.full ? 0 : options.timing.delayMs()),
     // A queue wait and an attempt, each within the backend's deadline (contract §5, §8).
     maxVerifyMs: 2 * options.timeoutMs,
     stats() {

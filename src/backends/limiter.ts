@@ -34,6 +34,11 @@ export class Limiter {
     return this.#queue.length;
   }
 
+  /** True when a task now would be refused at once (every slot busy, the queue full). */
+  get full(): boolean {
+    return this.#active >= this.max && this.#queue.length >= this.queueLimit;
+  }
+
   /** Runs `task` when a slot is free; rejects at once when the queue is full, or after `waitMs` queued. */
   async run<T>(task: () => Promise<T>, waitMs: number): Promise<T> {
     if (this.#active >= this.max) {

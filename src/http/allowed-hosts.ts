@@ -33,6 +33,21 @@ export function hostAllowed(allowedHosts: readonly string[] | null): (host: stri
 }
 
 /**
+ * RFC 9112 §3.2: a request with more than one Host line gets 400 (issue 22, defect 10). Node keeps
+ * the first and drops the rest, so a proxy that routed by the second and this service would disagree
+ * on which site was asked; only the raw header list shows them. Node itself answers 400 to an
+ * HTTP/1.1 request without Host (`requireHostHeader`).
+ */
+export function hasOneHost(rawHeaders: readonly string[]): boolean {
+  let seen = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host' && ++seen > 1) return false;
+  }
+  return true;
+}
+
+/**
  * Paths served whatever the Host: the health probes. Orchestrators probe by address (a Kubernetes
  * probe's Host is the pod IP), and these two answer nothing secret and change nothing, so a rebound
  * page gains nothing from them. /metrics, the web client and /api are checked.

@@ -12,7 +12,7 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import type { Logger } from 'pino';
-import type { LoginDeps } from '../auth/login.ts';
+import { LoginProcedure } from '../auth/login.ts';
 import { Sessions, sharedSecret } from '../auth/sessions.ts';
 import { LoginThrottle } from '../auth/throttle.ts';
 import {
@@ -33,7 +33,7 @@ import { registerSessionRoutes } from '../routes/sessions.ts';
 import { OPENAPI_INFO } from '../schemas.ts';
 import { type GroupCache, hasGroupCache, type Stores } from '../store/types.ts';
 import { logArrival, logCompletion } from './access-log.ts';
-import { hostAllowed, isProbePath } from './allowed-hosts.ts';
+import { hasOneHost, hostAllowed, isProbePath } from './allowed-hosts.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { BODY_LIMIT_BYTES, installContentTypes } from './content-types.ts';
 import { apiEndpoints, supportEveryMethod } from './endpoints.ts';
@@ -52,8 +52,10 @@ export interface AppDeps {
   readonly logger: Logger;
   /** Injectable clock (tests move time to expire sessions and throttle windows). */
   readonly now?: () => number;
-  /** How a login refused without the backend waits (default a timer; tests record the delay). */
+  /** How a refused login waits out its delay (default a timer; tests record the delay). */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** The clock a refused login's delay is measured on, in ms (default `performance.now`). */
+  readonly loginNow?: () => number;
   /** Shared with the IMAP authenticator's timing; made here when absent. */
   readonly metrics?: Metrics;
 }
@@ -94,15 +96,16 @@ function trustHops(hops: number): (address: string, hop: number) => boolean {
 }
 
 /**
- * The first thing every request meets (contract §1, §7): the standard headers, then the Host check,
- * which refuses a Host that ALLOWED_HOSTS does not list (the health probes excepted). Returns the
- * refusal, or null.
+ * The first thing every request meets (contract §1, §7): the standard headers, then the Host checks:
+ * more than one Host line is refused on every path (RFC 9112 §3.2), and a Host that ALLOWED_HOSTS does
+ * not list everywhere but the health probes. Returns the refusal, or null.
  */
 function edgeEntry(allowed: (host: string | undefined) => boolean, trusted: ReadonlySet<string>) {
   return (request: FastifyRequest, reply: FastifyReply): ApiError | null => {
     reply.headers(
       responseHeaders({ url: request.url, requestId: request.id, origin: request.headers.origin }, trusted),
     );
+    if (!hasOneHost(request.raw.rawHeaders)) return new ApiError(API_ERRORS.INVALID_HOST);
     if (allowed(request.headers.host) || isProbePath(request.url)) return null;
     return new ApiError(API_ERRORS.INVALID_HOST);
   };
@@ -199,14 +202,16 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const hooks = sessionHooks(fastify, sessions);
   const throttle = new LoginThrottle(stores.throttle, config.throttle, secret, now);
-  const login: LoginDeps = {
+  const login = new LoginProcedure({
     users: stores.users,
     sessions,
     throttle,
     authenticator,
     allowNewUsers: config.allowNewUsers,
+    failureDelayMs: config.authFailureDelayMs,
     sleep: deps.sleep,
-  };
+    now: deps.loginNow,
+  });
   const endpoint = apiEndpoints(fastify, trusted);
   registerAuthRoutes(endpoint, { config, sessions, hooks, login, metrics });
   registerSessionRoutes(endpoint, { config, sessions, hooks });

@@ -16,6 +16,7 @@ import { parseGroupId } from '../groups/read.ts';
 import type { Metrics } from '../metrics.ts';
 import type { GroupCache } from '../store/types.ts';
 import { logArrival, logCompletion } from './access-log.ts';
+import { hasOneHost } from './allowed-hosts.ts';
 import { JSON_CONTENT_TYPE, responseHeaderList } from './headers.ts';
 import { requestId } from './request-id.ts';
 
@@ -90,7 +91,8 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     const { method, url } = request;
     if ((method !== 'GET' && method !== 'HEAD') || url === undefined || deps.closing()) return false;
     if (!url.startsWith('/api/')) return false;
-    if (!deps.hostAllowed(request.headers.host)) return false;
+    // Refused Hosts are answered by the Fastify route (the one place their 400 is made).
+    if (!deps.hostAllowed(request.headers.host) || !hasOneHost(request.rawHeaders)) return false;
     const started = performance.now();
     const result = answer(url, request);
     if (result === undefined) return false;

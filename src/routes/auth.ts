@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { clearedSessionCookie, loginCookies, readCookies } from '../auth/cookies.ts';
 import { parseCredentials } from '../auth/credentials.ts';
 import { checkCsrf } from '../auth/csrf.ts';
-import { type LoginDeps, login } from '../auth/login.ts';
+import type { LoginProcedure } from '../auth/login.ts';
 import { keptUserAgent, newCsrfToken, type Sessions } from '../auth/sessions.ts';
 import type { Config } from '../config/config.ts';
 import { API_ERRORS, ApiError, FieldErrors, throttled } from '../errors.ts';
@@ -17,7 +17,7 @@ export interface AuthRouteDeps {
   readonly config: Pick<Config, 'cookieSecure' | 'trustedOrigins' | 'usernameCase'>;
   readonly sessions: Sessions;
   readonly hooks: SessionHooks;
-  readonly login: LoginDeps;
+  readonly login: LoginProcedure;
   readonly metrics: Metrics;
 }
 
@@ -83,8 +83,7 @@ export function registerAuthRoutes(endpoint: DeclareEndpoint, deps: AuthRouteDep
     if (parsed.kind === 'not_a_dictionary') throw new ApiError(API_ERRORS.NOT_A_DICTIONARY);
     if (parsed.kind === 'invalid') throw new FieldErrors(parsed.fields);
     const { username } = parsed.credentials;
-    const outcome = await login(
-      deps.login,
+    const outcome = await deps.login.attempt(
       parsed.credentials,
       // contract §9: kept with the session; the address as the audit line has it (TRUST_PROXY).
       { ip: request.ip, userAgent: keptUserAgent(singleHeader(request.headers['user-agent'])) },

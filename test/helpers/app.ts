@@ -40,8 +40,10 @@ export interface TestAppOptions {
   /** Seams of that real IMAP authenticator (its clock, its login function, its refusal timing). */
   readonly imap?: ImapAuthenticatorOptions;
   readonly authenticator?: Authenticator;
-  /** How a login refused without the authenticator waits (default the real timer). */
+  /** How a refused login waits out its delay (default the real timer). */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** The clock a refused login's delay is measured on (default `performance.now`). */
+  readonly loginNow?: () => number;
   /** Start the clock here instead of following real time. */
   readonly fixedClock?: boolean;
 }
@@ -70,6 +72,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       LOG_LEVEL: 'info',
       // Every request's line too (off by default), so the tests see and scan everything logged.
       ACCESS_LOG: 'true',
+      // No failure floor unless a test is about it (auth-failure-floor): refusals answer at once.
+      AUTH_FAILURE_DELAY_MS: '0',
       ...(options.dovecot === undefined
         ? { IMAP_HOST: '127.0.0.1', IMAP_SECURITY: 'plain', IMAP_PORT: '1' }
         : dovecotEnv(options.dovecot)),
@@ -112,6 +116,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       logger: createLogger(config.logLevel, sink),
       now: options.fixedClock === true ? () => clock.now : Date.now,
       sleep: options.sleep,
+      loginNow: options.loginNow,
     });
     await app.fastify.ready();
     return {
@@ -173,10 +178,12 @@ export async function loginAs(
   username: string,
   password: string,
   headers: Record<string, string> = {},
+  remoteAddress?: string,
 ): Promise<{ response: LightMyRequestResponse; cookie: string; sessionid: string; csrftoken: string }> {
   const response = await fastify.inject({
     method: 'POST',
     url: '/api/auth/login',
+    ...(remoteAddress === undefined ? {} : { remoteAddress }),
     headers: { 'content-type': 'application/json', ...headers },
     payload: JSON.stringify({ username, password }),
   });

@@ -5,9 +5,9 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { type Config, requireImapHost } from '../../config/config.ts';
-import type { Authenticator, VerifyResult } from '../authenticator.ts';
+import type { VerifyResult } from '../authenticator.ts';
 import type { CircuitBreaker } from '../breaker.ts';
-import { guardAttempts } from '../guard.ts';
+import { type Guarded, guardAttempts } from '../guard.ts';
 import { RefusalTiming } from '../refusal-timing.ts';
 import { verifyImapLogin } from './client.ts';
 import { classifyImapError } from './lines.ts';
@@ -75,7 +75,7 @@ export interface ImapAuthenticatorOptions {
 export function createImapAuthenticator(
   settings: ImapSettings,
   options: ImapAuthenticatorOptions = {},
-): Authenticator {
+): Guarded {
   const login = options.login ?? verifyImapLogin;
   const tls = imapTlsOptions(settings);
   return guardAttempts((username, password, clientIp) => login(settings, tls, username, password, clientIp), {
