@@ -10,8 +10,8 @@ import { type Dovecot, startDovecot, TEST_USERS, testUser } from './helpers/dove
 /** Every session id and CSRF token handed out in this file, to prove none reaches a log line. */
 const issued: string[] = [];
 
-async function loginAs(fastify: FastifyInstance, username: string, password: string) {
-  const result = await login(fastify, username, password);
+async function loginAs(fastify: FastifyInstance, username: string, password: string, remoteAddress?: string) {
+  const result = await login(fastify, username, password, {}, remoteAddress);
   for (const secret of [result.sessionid, result.csrftoken]) if (secret !== '') issued.push(secret);
   return result;
 }
@@ -71,7 +71,10 @@ describe('logins against a real Dovecot', () => {
 
   test('100 concurrent logins of different users all succeed, each session answering its own user', async () => {
     const users = Array.from({ length: 100 }, (_, i) => testUser(`user${String(i).padStart(3, '0')}`));
-    const logins = await Promise.all(users.map((u) => loginAs(tlsApp.fastify, u.username, u.password)));
+    // From 100 addresses: from one, logins in flight count toward its limit of 50 (contract §3).
+    const logins = await Promise.all(
+      users.map((u, i) => loginAs(tlsApp.fastify, u.username, u.password, `198.51.100.${i + 1}`)),
+    );
     assert.deepEqual(
       logins.map((l) => l.response.statusCode),
       users.map(() => 200),
@@ -196,4 +199,35 @@ describe("Dovecot's real failure delay", () => {
       await dovecot.stop();
     }
   });
+});
+
+// README "Dovecot behind clubhouse" (issue 22): with login_trusted_networks naming this service,
+// IMAP_FORWARD_CLIENT_IP makes Dovecot attribute a login to the client's address (its `rip`), which
+// is what its per-IP auth penalty and its logs key on, instead of to this service's own address.
+describe('the Dovecot recipe: login_trusted_networks with IMAP_FORWARD_CLIENT_IP', () => {
+  for (const trusted of [true, false]) {
+    test(`${trusted ? 'trusted' : 'not trusted'}: a refused guess is Dovecot's failure from ${trusted ? 'the guesser' : 'the service'}`, async () => {
+      const dovecot = await startDovecot(trusted ? { trustedNetworks: '127.0.0.1/32' } : {});
+      const t = await startTestApp({ dovecot, env: { IMAP_FORWARD_CLIENT_IP: 'true' } });
+      try {
+        const response = await t.fastify.inject({
+          method: 'POST',
+          url: '/api/auth/login',
+          remoteAddress: '203.0.113.77',
+          headers: { 'content-type': 'application/json' },
+          payload: JSON.stringify({ username: 'alice', password: 'a wrong guess' }),
+        });
+        assert.equal(response.statusCode, 403);
+        let line = '';
+        for (let reads = 0; reads < 50 && line === ''; reads++) {
+          line = (await dovecot.log()).split('\n').find((entry) => /auth failed/.test(entry)) ?? '';
+          if (line === '') await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        assert.match(line, trusted ? /rip=203\.0\.113\.77\b/ : /rip=127\.0\.0\.1\b/, line);
+      } finally {
+        await t.close();
+        await dovecot.stop();
+      }
+    });
+  }
 });

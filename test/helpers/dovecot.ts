@@ -72,6 +72,8 @@ export interface DovecotOptions {
   users?: readonly TestUser[];
   /** `disable_plaintext_auth = yes`, so the plain port advertises LOGINDISABLED. */
   loginDisabled?: boolean;
+  /** `login_trusted_networks`: clients there may name the address they speak for (ID x-originating-ip). */
+  trustedNetworks?: string;
 }
 
 export interface Dovecot {
@@ -87,6 +89,8 @@ export interface Dovecot {
   users: readonly TestUser[];
   /** Successful IMAP logins in Dovecot's log, optionally only those of `username`. */
   loginCount(username?: string): Promise<number>;
+  /** Dovecot's whole log so far. */
+  log(): Promise<string>;
   /** A setting as this instance's Dovecot reads its config (`doveconf -h`), e.g. "2 secs". */
   setting(name: string): Promise<string>;
   /** Stops Dovecot and deletes its temp dir. */
@@ -137,6 +141,7 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
           tls,
           loginDisabled: options.loginDisabled ?? false,
           authFailureDelay: options.authFailureDelay ?? 0,
+          trustedNetworks: options.trustedNetworks ?? '',
           mailUid: mailUser.uid,
           mailGid: mailUser.gid,
         }),
@@ -164,6 +169,7 @@ export async function startDovecot(options: DovecotOptions = {}): Promise<Doveco
         dir,
         users,
         loginCount: (username) => countLogins(logFile, username),
+        log: () => readFile(logFile, 'utf8').catch(() => ''),
         async setting(name) {
           const { stdout } = await promisify(execFile)(DOVECONF_BIN, ['-c', configFile, '-h', name]);
           return stdout.trim();
@@ -210,6 +216,7 @@ interface ConfigValues {
   tls: boolean;
   loginDisabled: boolean;
   authFailureDelay: number;
+  trustedNetworks: string;
   mailUid: number;
   mailGid: number;
 }
@@ -232,6 +239,7 @@ ${v.tls ? `ssl_cert = <${v.certFile}\nssl_key = <${v.keyFile}` : ''}
 disable_plaintext_auth = ${v.loginDisabled ? 'yes' : 'no'}
 auth_mechanisms = plain login
 auth_failure_delay = ${v.authFailureDelay} secs
+${v.trustedNetworks === '' ? '' : `login_trusted_networks = ${v.trustedNetworks}`}
 
 # The login (dovenull) and internal (dovecot) users are the package's
 # defaults; mail processes run as the dovecot user, whose uid is below the
