@@ -198,7 +198,7 @@ describe('while the backend fails fast, so does the imitation of its refusals', 
 
   test('the queue full: the refusal delay is 0 while it is', async () => {
     let now = 0;
-    let release = () => undefined as void;
+    let release: () => void = () => undefined;
     const auth = createImapAuthenticator(
       {
         host: '127.0.0.1',

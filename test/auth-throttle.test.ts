@@ -202,7 +202,7 @@ describeEachStore(STORES, 'login throttling', (store) => {
   });
 
   test('a burst of parallel guesses cannot slip past the limit', async () => {
-    let release = () => undefined as void;
+    let release: () => void = () => undefined;
     auth.hold = new Promise<void>((resolve) => {
       release = resolve;
     });
