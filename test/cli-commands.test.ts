@@ -297,7 +297,7 @@ describe('clubhouse in-process (runCli)', () => {
     const env = freshEnv();
     assertOk(await cli(env, 'migrate'), ['Applied migrations: 1, 2, 3, 4, 5, 6.']);
     assertOk(await cli(env, 'migrate'), ['Database is up to date.']);
-    assert.deepEqual(parseOnly(await cli(env, 'migrate', '--json')), { applied: [] });
+    assert.deepEqual(parseOnly(await cli(env, 'migrate', '--json')), { applied: [], usernames: [] });
     assertOk(await cli(env, 'group', 'list'), ['No groups.']);
     assertOk(await cli(env, 'group', 'add', '--name', 'Chess Club'), ['Added group 1: Chess Club']);
     assert.deepEqual(
