@@ -4,9 +4,10 @@
 // all have. Works on every store: workers share nothing but the database (and Redis).
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
+import { findingText, migrateUsernames } from './auth/username-migration.ts';
 import type { Config } from './config/config.ts';
 import { serveClusterMetrics, serveMetrics } from './metrics.ts';
-import { migrateStores } from './store/open.ts';
+import { migrateStores, openStores } from './store/open.ts';
 
 // A worker that dies sooner than this after starting is crash-looping: its replacement waits,
 // twice as long each time (up to MAX_RESTART_DELAY_MS), so a broken database is not hammered.
@@ -24,6 +25,14 @@ export async function runPrimary(config: Config, logger: Logger): Promise<number
     // Once, before any worker opens the database (workers open it with migrate: false).
     const applied = await migrateStores(config);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+    // contract §3: the stored usernames too, where the session store is open to end their sessions.
+    const stores = await openStores(config, { migrate: false });
+    try {
+      for (const finding of await migrateUsernames(stores, config.usernameCase))
+        logger.warn({ username: finding.username, outcome: finding.outcome }, findingText(finding, true));
+    } finally {
+      await stores.close();
+    }
   } catch (err) {
     logger.error({ err }, 'cannot migrate the database');
     return 1;

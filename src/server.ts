@@ -2,6 +2,7 @@
 // stopped as one (used by `npm start` and `npm run demo`).
 import cluster from 'node:cluster';
 import type { Logger } from 'pino';
+import { findingText, migrateUsernames } from './auth/username-migration.ts';
 import { createAuthenticator } from './backends/build.ts';
 import type { Config } from './config/config.ts';
 import { buildApp, READY_PROBE_TTL_MS } from './http/app.ts';
@@ -30,6 +31,16 @@ export async function startServer(
     // The stores reconnect by themselves; a broken idle connection is only worth a warning.
     onError: (store, err) => logger.warn({ store, err }, 'store connection error'),
   });
+  if (options.migrate !== false) {
+    try {
+      // contract §3: stored usernames in canonical form; each change is for an administrator to see.
+      for (const finding of await migrateUsernames(stores, config.usernameCase))
+        logger.warn({ username: finding.username, outcome: finding.outcome }, findingText(finding, true));
+    } catch (err) {
+      await stores.close();
+      throw err;
+    }
+  }
   const metrics = createMetrics();
   // contract §8: the configured backends, asked in order (default: the one IMAP server of §5).
   const authenticator = createAuthenticator(config.auth.backends, {

@@ -184,6 +184,28 @@ describe('clubhouse in-process (runCli)', () => {
     assert.match(badSetting.err[0] ?? '', /^clubhouse: invalid setting DATABASE_URL: /);
   });
 
+  // contract §3, one person one identity (issue 22): a USERNAME argument is canonical or refused.
+  test('USERNAME arguments are canonicalised by the PRECIS profile, or refused with the reason', async () => {
+    const env = freshEnv();
+    assert.equal((await cli(env, 'group', 'add', '--name', 'Chess Club')).code, 0);
+    assertOk(await cli(env, 'member', 'set', '1', 'ＬＥＮＡ', '1'), ['lena in group 1: status 1.']);
+    assertOk(await cli(env, 'user', 'disable', 'Ｌｅｎａ'), ['Disabled lena; ended 0 sessions.']);
+    for (const name of ['𝐥𝐞𝐧𝐚', 'ⓛⓔⓝⓐ']) {
+      const run = await cli(env, 'user', 'enable', name);
+      assertUsage(run, name);
+      assert.match(
+        run.err[0] ?? '',
+        /^clubhouse: USERNAME must be allowed by the UsernameCaseMapped profile \(RFC 8265\): U\+[0-9A-F]+ is not allowed: compatibility character/,
+      );
+    }
+    const preserve = { ...env, USERNAME_CASE: 'preserve' };
+    assertOk(await cli(preserve, 'member', 'set', '1', 'ＬＥＮＡ', '2'), ['LENA in group 1: status 2.']);
+    assert.deepEqual(
+      (parseOnly(await cli(env, 'user', 'list', '--json')) as { username: string }[]).map((u) => u.username),
+      ['LENA', 'lena'],
+    );
+  });
+
   test('failures exit 1 with one message: unknown group, user or membership, name taken, bad file', async () => {
     const env = freshEnv();
     assert.equal((await cli(env, 'migrate')).code, 0);
@@ -275,7 +297,7 @@ describe('clubhouse in-process (runCli)', () => {
     const env = freshEnv();
     assertOk(await cli(env, 'migrate'), ['Applied migrations: 1, 2, 3, 4, 5, 6.']);
     assertOk(await cli(env, 'migrate'), ['Database is up to date.']);
-    assert.deepEqual(parseOnly(await cli(env, 'migrate', '--json')), { applied: [] });
+    assert.deepEqual(parseOnly(await cli(env, 'migrate', '--json')), { applied: [], usernames: [] });
     assertOk(await cli(env, 'group', 'list'), ['No groups.']);
     assertOk(await cli(env, 'group', 'add', '--name', 'Chess Club'), ['Added group 1: Chess Club']);
     assert.deepEqual(

@@ -307,6 +307,63 @@ describe('import files (contract §4)', () => {
     });
   });
 
+  // contract §3, one person one identity (issue 22): the import canonicalises as login does.
+  test('usernames are canonicalised by the PRECIS profile, or refused with the reason', async () => {
+    const file = {
+      users: [{ username: 'ＬＥＮＡ' }, { username: 'JU\u0308RGEN' }, { username: 'ΣΑΣ' }],
+      memberships: [
+        { group: 1, username: '𝐥𝐞𝐧𝐚', status: 1 },
+        { group: 1, username: 'ⓛⓔⓝⓐ', status: 1 },
+        { group: 1, username: 'lena♥', status: 1 },
+        { group: 1, username: 'le\u200bna', status: 1 },
+        { group: 1, username: "d'arcy+o,k", status: 1 },
+      ],
+    };
+    const profile = (reason: string) =>
+      `must be allowed by the UsernameCaseMapped profile (RFC 8265): ${reason}`;
+    assert.deepEqual(validateImport(file, 'lower'), {
+      ok: false,
+      problems: [
+        {
+          path: 'memberships[0].username',
+          reason: profile('U+1D425 is not allowed: compatibility character (RFC 8264 §9.17)'),
+        },
+        {
+          path: 'memberships[1].username',
+          reason: profile('U+24DB is not allowed: compatibility character (RFC 8264 §9.17)'),
+        },
+        {
+          path: 'memberships[2].username',
+          reason: profile('U+2665 is not allowed: symbol outside ASCII (RFC 8264 §9.15)'),
+        },
+        {
+          path: 'memberships[3].username',
+          reason: profile('U+200B is not allowed: default-ignorable or noncharacter (RFC 8264 §9.13)'),
+        },
+      ],
+    });
+    const valid = {
+      ...file,
+      memberships: [file.memberships[4]!, { group: 1, username: 'ｌｅｎａ', status: 2 }],
+    };
+    const checked = validateImport(valid, 'lower');
+    assert.ok(checked.ok);
+    assert.deepEqual(
+      checked.data.users.map((u) => u.username),
+      ['lena', 'jürgen', 'σασ'],
+    );
+    assert.deepEqual(
+      checked.data.memberships.map((m) => m.username),
+      ["d'arcy+o,k", 'lena'],
+    );
+    const preserved = validateImport(valid, 'preserve');
+    assert.ok(preserved.ok);
+    assert.deepEqual(
+      preserved.data.users.map((u) => u.username),
+      ['LENA', 'JÜRGEN', 'ΣΑΣ'],
+    );
+  });
+
   test('unicode and empty strings survive import → export exactly', async () => {
     const stores = fresh();
     const strings = {

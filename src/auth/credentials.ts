@@ -1,7 +1,8 @@
-// The login body (contract §3): DRF-style field validation, trimming, canonical usernames, and the
-// characters that are refused before any IMAP command is sent.
+// The login body (contract §3): DRF-style field validation, trimming, canonical usernames
+// (username.ts), and the characters that are refused before any IMAP command is sent.
 import type { UsernameCase } from '../config/config.ts';
 import { USERNAME_MAX_LENGTH } from '../store/limits.ts';
+import { canonicalUsername, usernameProfile } from './username.ts';
 
 export const PASSWORD_MAX_LENGTH = 1024;
 
@@ -54,11 +55,6 @@ function checkField(
   return { value };
 }
 
-/** The canonical form of a trimmed username (contract §3). */
-export function canonicalUsername(username: string, usernameCase: UsernameCase): string {
-  return usernameCase === 'lower' ? username.toLowerCase() : username;
-}
-
 /**
  * Validates a parsed login body (`form`: it came url-encoded, where a repeated key is a list);
  * returns field errors in DRF's shape rather than throwing.
@@ -73,16 +69,24 @@ export function parseCredentials(body: unknown, usernameCase: UsernameCase, form
   if (username.error !== undefined) fields['username'] = [username.error];
   if (password.error !== undefined) fields['password'] = [password.error];
   if (username.value === undefined || password.value === undefined) return { kind: 'invalid', fields };
+  const credentials = { username: username.value, password: password.value };
+  const unsafe = refusalOf(credentials);
+  if (unsafe !== null) return { kind: 'ok', credentials: { ...credentials, refused: unsafe } };
+  // contract §3, one person one identity: a username the profile refuses is a failed login decided
+  // without any backend; the trimmed input stays as the username for the audit line.
   const canonical = canonicalUsername(username.value, usernameCase);
-  // Lower-casing can lengthen a string ('İ' → 'i̇'): the stored form must fit too.
-  if (codePoints(canonical) > USERNAME_MAX_LENGTH) {
+  if (!canonical.ok) {
+    const refused = `username not allowed by the ${usernameProfile(usernameCase)} profile: ${canonical.reason}`;
+    return { kind: 'ok', credentials: { ...credentials, refused } };
+  }
+  // Case mapping can lengthen a string ('İ' → 'i̇'): the stored form must fit too.
+  if (codePoints(canonical.username) > USERNAME_MAX_LENGTH) {
     return {
       kind: 'invalid',
       fields: { username: [`Ensure this field has no more than ${USERNAME_MAX_LENGTH} characters.`] },
     };
   }
-  const credentials = { username: canonical, password: password.value };
-  return { kind: 'ok', credentials: { ...credentials, refused: refusalOf(credentials) } };
+  return { kind: 'ok', credentials: { ...credentials, username: canonical.username, refused: null } };
 }
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.

@@ -2,6 +2,7 @@
 // the group and membership ones are in group-commands.ts.
 import { readFileSync } from 'node:fs';
 import { Sessions, type SessionView, sharedSecret } from '../auth/sessions.ts';
+import { findingText, migrateUsernames } from '../auth/username-migration.ts';
 import { disableUser, enableUser, revokeSessions } from '../auth/users.ts';
 import { configReport } from '../config/report.ts';
 import { applyImport } from '../groups/import.ts';
@@ -9,6 +10,7 @@ import { migrateStores } from '../store/open.ts';
 import type { Stores } from '../store/types.ts';
 import { type Command, CommandError, parseUsername, report } from './command.ts';
 import { GROUP_COMMANDS } from './group-commands.ts';
+import { storedUsernameReport, usernameWarnings } from './username-report.ts';
 
 /** A command on one USERNAME; `act` answers what to print with it, or null when there is no such user. */
 function userCommand<R extends object>(
@@ -43,9 +45,12 @@ export const COMMANDS: readonly Command[] = [
     summary: 'Print the effective settings (secrets masked) and warnings; exit 2 when a setting is invalid.',
     positionals: 0,
     async run(context) {
-      const { settings, backends, warnings } = configReport(context.config);
+      const { settings, backends, warnings: settingWarnings } = configReport(context.config);
+      // contract §3: stored usernames that are not canonical stay listed until resolved.
+      const usernames = await storedUsernameReport(context.config);
+      const warnings = [...settingWarnings, ...usernameWarnings(usernames)];
       if (context.json) {
-        context.out(JSON.stringify({ settings, backends, warnings }));
+        context.out(JSON.stringify({ settings, backends, warnings, usernames }));
         return;
       }
       const width = Math.max(...Object.keys(settings).map((name) => name.length));
@@ -58,6 +63,10 @@ export const COMMANDS: readonly Command[] = [
           '',
           ...chain,
           '',
+          usernames.checked
+            ? `Stored usernames: ${usernames.findings.length} not canonical.`
+            : `Stored usernames: not checked (${usernames.reason}).`,
+          '',
           ...(warnings.length === 0 ? ['No warnings.'] : warnings.map((w) => `warning: ${w}`)),
         ].join('\n'),
       );
@@ -66,15 +75,18 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'migrate',
     usage: 'migrate',
-    summary: 'Create or upgrade the database schema (the server also does this at start-up).',
+    summary:
+      'Create or upgrade the database schema, and bring stored usernames to canonical form (the server also does this at start-up).',
     positionals: 0,
     async run(context) {
       const applied = await migrateStores(context.config);
-      report(
-        context,
-        { applied },
+      // contract §3: every renamed, colliding or refused name is printed for the administrator.
+      const usernames = await migrateUsernames(await context.stores(), context.config.usernameCase);
+      const lines = [
         applied.length === 0 ? 'Database is up to date.' : `Applied migrations: ${applied.join(', ')}.`,
-      );
+        ...usernames.map((finding) => `username ${findingText(finding, true)}`),
+      ];
+      report(context, { applied, usernames }, lines.join('\n'));
     },
   },
   {

@@ -129,7 +129,7 @@ export const SETTINGS = {
   USERNAME_CASE: row(
     oneOf<UsernameCase>(['lower', 'preserve'])({
       default: 'lower',
-      desc: '`lower`: usernames are case-insensitive and stored lower-cased; `preserve`',
+      desc: '`lower`: RFC 8265 UsernameCaseMapped (`ＬＥＮＡ`, `LENA`, `lena` are one user); `preserve`: UsernameCasePreserved',
     }),
   ),
   ALLOW_NEW_USERS: row(

@@ -1,7 +1,7 @@
 // The fields of the import file (contract §4), checked one by one; the import (import.ts) and the
 // admin commands (cli/) share them, so a group or username is refused for the same reasons.
 
-import { canonicalUsername } from '../auth/credentials.ts';
+import { canonicalUsername, refusalText } from '../auth/username.ts';
 import type { UsernameCase } from '../config/config.ts';
 import type { ImportProblem } from '../store/conflicts.ts';
 import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from '../store/limits.ts';
@@ -24,7 +24,10 @@ function unstorableText(value: string): string | null {
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused.
 const BAD_USERNAME_CHARACTER = /[\s\u0000-\u001f\u007f]/u;
 
-/** A username as stored: trimmed, canonical case, same rules as login. Returns a reason when bad. */
+/**
+ * A username as stored: trimmed and canonical (contract §3: the same profile as login, username.ts).
+ * Returns a reason when bad, e.g. a character the profile refuses.
+ */
 export function checkUsername(
   value: unknown,
   usernameCase: UsernameCase,
@@ -36,10 +39,11 @@ export function checkUsername(
     return { reason: 'may not contain white space or control characters' };
   const unstorable = unstorableText(trimmed);
   if (unstorable !== null) return { reason: unstorable };
-  const username = canonicalUsername(trimmed, usernameCase);
-  if (length(username) > USERNAME_MAX_LENGTH)
+  const canonical = canonicalUsername(trimmed, usernameCase);
+  if (!canonical.ok) return { reason: refusalText(canonical.reason, usernameCase) };
+  if (length(canonical.username) > USERNAME_MAX_LENGTH)
     return { reason: `must have at most ${USERNAME_MAX_LENGTH} characters` };
-  return { username };
+  return { username: canonical.username };
 }
 
 /** A group id: an integer from 1 to 2^31−1. */

@@ -1,6 +1,7 @@
 // Opens the stores the settings name (contract §6): DATABASE_URL picks SQLite or PostgreSQL for
 // everything; SESSION_STORE=redis://… (rediss://, redis-sentinel://) moves sessions and throttle
 // counters to Redis, while groups, users and the secret key stay in the database.
+import { existsSync } from 'node:fs';
 import { type Config, ConfigError } from '../config/config.ts';
 import type { PostgresConnection } from './postgres/pool.ts';
 import { type PostgresTls, parsePostgresTls, postgresTlsState } from './postgres/url.ts';
@@ -50,9 +51,19 @@ export function storeTls(config: StoreSettings): { database: TlsState; sessions:
   return { database, sessions };
 }
 
-/** The stores for these settings, migrated (unless told not to) and ready. */
-export async function openStores(config: StoreSettings, options: OpenOptions = {}): Promise<Stores> {
+/**
+ * The database's stores alone (sessions too, unless SESSION_STORE moves them), migrated unless told
+ * not to. Null for a SQLite file that does not exist when `existing` is asked (nothing is created).
+ */
+export async function openDatabase(
+  config: StoreSettings,
+  options: OpenOptions & { readonly existing?: boolean } = {},
+): Promise<Stores | null> {
   const tls = storeTls(config);
+  if (options.existing === true && !isPostgres(config.databaseUrl)) {
+    const path = sqlitePath(config.databaseUrl);
+    if (path === ':memory:' || !existsSync(path)) return null;
+  }
   // PostgreSQL and Redis clients are loaded only when configured (they cost ~10 MB of memory).
   const opened = isPostgres(config.databaseUrl)
     ? await (await import('./postgres/store.ts')).openPostgresStores(await connection(config), {
@@ -60,7 +71,13 @@ export async function openStores(config: StoreSettings, options: OpenOptions = {
         onError: (err) => options.onError?.('database', err),
       })
     : openSqliteStores(sqlitePath(config.databaseUrl), config.sqliteBusyTimeoutMs, options.migrate);
-  const database: Stores = Object.assign(opened, { tls });
+  return Object.assign(opened, { tls });
+}
+
+/** The stores for these settings, migrated (unless told not to) and ready. */
+export async function openStores(config: StoreSettings, options: OpenOptions = {}): Promise<Stores> {
+  const tls = storeTls(config);
+  const database = (await openDatabase(config, options))!;
   if (config.sessionStore === null) return database;
   let redis: RedisStores;
   try {

@@ -217,12 +217,45 @@ export function hasGroupCache(store: GroupStore): store is GroupStore & GroupCac
  */
 export type TlsState = 'verified' | 'not verified' | 'off' | 'local';
 
+/** A username profile as the store is handed it (auth/username.ts): the canonical form, or why not. */
+export type Canonicalizer = (
+  username: string,
+) => { readonly ok: true; readonly username: string } | { readonly ok: false; readonly reason: string };
+
+/**
+ * A stored username that is not canonical (contract §3): `renamed` to `canonical` (or, before the
+ * migration, to be), `collides` with the existing `canonical` name (disabled, keeps its name and
+ * memberships for an administrator to resolve), or `refused` by the profile (disabled; `reason`).
+ */
+export interface UsernameFinding {
+  readonly username: string;
+  readonly canonical: string | null;
+  readonly outcome: 'renamed' | 'collides' | 'refused';
+  readonly reason: string | null;
+}
+
+/** The migration of stored usernames to a profile's canonical form (a capability of the database). */
+export interface UsernameMaintenance {
+  /** The profile the stored names were last brought to, or null (never). */
+  recordedProfile(): Promise<string | null>;
+  /**
+   * One transaction, safe when several processes run it at once: unless the names were last brought
+   * to `profile` (a name that includes the Unicode version), renames, disables and ends sessions as
+   * UsernameFinding says, and records `profile`. Returns what it did, or null when already done.
+   */
+  canonicalize(profile: string, canonical: Canonicalizer): Promise<UsernameFinding[] | null>;
+  /** The stored names that are not canonical under `canonical`, as they stand now (config check). */
+  nonCanonical(canonical: Canonicalizer): Promise<UsernameFinding[]>;
+}
+
 /** Everything the service keeps, opened from the settings. */
 export interface Stores {
   readonly users: UserStore;
   readonly groups: GroupStore;
   readonly sessions: SessionStore;
   readonly throttle: ThrottleStore;
+  /** Stored usernames and their canonical form (the database's; sessions may be elsewhere). */
+  readonly usernames: UsernameMaintenance;
   /**
    * Runs `work`, whose in-memory answers (SessionCache, GroupCache) then come from one look at what
    * other processes committed (SQLite: one read of the WAL-index header); absent: no such caches.

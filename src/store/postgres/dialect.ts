@@ -25,6 +25,7 @@ export const POSTGRES_DIALECT: Dialect = {
   randomText: 'gen_random_uuid()::text',
   keyShare: ' FOR KEY SHARE',
   lockGroups: 'LOCK TABLE groups IN SHARE ROW EXCLUSIVE MODE',
+  lockUsers: 'LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE',
   migrationsTable:
     'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
   isUniqueViolation: (err) => err instanceof pg.DatabaseError && err.code === '23505',

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
+import { sqlUsernameMaintenance } from '../sql/usernames.ts';
 import { secretKey, sqlUserStore } from '../sql/users.ts';
 import type { SessionStore, StoredSession, Stores } from '../types.ts';
 import { postgresDriver } from './driver.ts';
@@ -141,6 +142,7 @@ export async function openPostgresStores(
   return {
     pool,
     users: sqlUserStore(driver),
+    usernames: sqlUsernameMaintenance(driver),
     groups: sqlGroupStore(driver),
     sessions: sessionStore(pool),
     throttle: postgresThrottleStore(pool),

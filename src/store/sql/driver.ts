@@ -56,6 +56,8 @@ export interface Dialect {
   readonly keyShare: string;
   /** Makes writers of `groups` queue behind this transaction; null when the write lock does it. */
   readonly lockGroups: string | null;
+  /** The same for `users` (and for another process renaming them: it conflicts with itself). */
+  readonly lockUsers: string | null;
   /** DDL of the table recording applied migrations. */
   readonly migrationsTable: string;
   /** True for a violation of a UNIQUE or PRIMARY KEY constraint (not a CHECK: that is a bug). */

@@ -97,6 +97,7 @@ export const SQLITE_DIALECT: Dialect = {
   // The IMMEDIATE transaction holds the write lock: no one deletes anything meanwhile.
   keyShare: '',
   lockGroups: null,
+  lockUsers: null,
   migrationsTable:
     'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT',
   // SQLITE_CONSTRAINT_UNIQUE (2067) and _PRIMARYKEY (1555) mean "taken": a CHECK failure (275) is a

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { DatabaseSync } from 'node:sqlite';
 import { GROUP_QUERIES as SHARED_GROUP_QUERIES } from '../sql/groups.ts';
 import { migrate } from '../sql/migrate.ts';
+import { sqlUsernameMaintenance } from '../sql/usernames.ts';
 import { secretKey, sqlUserStore } from '../sql/users.ts';
 import type { Stores, ThrottleStore } from '../types.ts';
 import { type SharedWatch, sharedWatch, watchCommits } from './commit-watch.ts';
@@ -133,6 +134,7 @@ export function openSqliteStores(
   return {
     db,
     users: sqlUserStore(driver),
+    usernames: sqlUsernameMaintenance(driver),
     groups: cachedSqliteGroups(db, driver, call, watch),
     sessions: cachedSqliteSessions(db, call, watch),
     throttle: throttleStore(db),

@@ -1,0 +1,65 @@
+// The migration of stored usernames to their canonical form (contract §3, "One person, one
+// identity"; issue 22), where both the database and the session store are open: run by the server
+// at start-up, by the primary of a cluster, and by `clubhouse migrate`; listed by `config check`.
+import type { UsernameCase } from '../config/config.ts';
+import { USERNAME_MAX_LENGTH } from '../store/limits.ts';
+import type { Canonicalizer, Stores, UsernameFinding } from '../store/types.ts';
+import { canonicalUsername, usernameProfile } from './username.ts';
+
+/**
+ * What the database records its names were brought to: the profile and the Unicode version, so a
+ * change of USERNAME_CASE, or an engine with newer Unicode data, brings them again.
+ */
+export function profileTag(usernameCase: UsernameCase): string {
+  return `${usernameProfile(usernameCase)}, Unicode ${process.versions.unicode}`;
+}
+
+/** The profile as the store is handed it: canonical and short enough to be stored (contract §4). */
+export function storedCanonicalizer(usernameCase: UsernameCase): Canonicalizer {
+  return (name) => {
+    const result = canonicalUsername(name, usernameCase);
+    if (result.ok && [...result.username].length > USERNAME_MAX_LENGTH)
+      return { ok: false, reason: `its canonical form has more than ${USERNAME_MAX_LENGTH} characters` };
+    return result;
+  };
+}
+
+/**
+ * Brings the stored usernames to the profile of `usernameCase` (UsernameFinding says how), and ends
+ * every session of a renamed or disabled user wherever sessions live. Sessions in another store
+ * (Redis) are ended before the database commits and again after, so a crash between the two leaves
+ * none of them behind. Returns what changed ([] when the names were already brought to it).
+ */
+export async function migrateUsernames(
+  stores: Stores,
+  usernameCase: UsernameCase,
+): Promise<UsernameFinding[]> {
+  const tag = profileTag(usernameCase);
+  if ((await stores.usernames.recordedProfile()) === tag) return [];
+  const canonical = storedCanonicalizer(usernameCase);
+  for (const finding of await stores.usernames.nonCanonical(canonical))
+    await stores.sessions.revokeUser(finding.username);
+  const findings = await stores.usernames.canonicalize(tag, canonical);
+  if (findings === null) return []; // another process did it meanwhile
+  for (const finding of findings) await stores.sessions.revokeUser(finding.username);
+  return findings;
+}
+
+/** One line for an administrator about a stored name that is not canonical (`done`: by this migration). */
+export function findingText(finding: UsernameFinding, done: boolean): string {
+  const name = JSON.stringify(finding.username);
+  const target = JSON.stringify(finding.canonical);
+  const kept = done
+    ? 'disabled, keeps its name and memberships'
+    : 'disabled by the migration, it keeps its name and memberships until an administrator moves them';
+  switch (finding.outcome) {
+    case 'renamed':
+      return done
+        ? `${name} renamed to ${target}`
+        : `${name} is not canonical: the migration renames it to ${target}`;
+    case 'collides':
+      return `${name} collides with ${target}: ${kept}`;
+    case 'refused':
+      return `${name} is refused by the profile (${finding.reason}): ${kept}`;
+  }
+}
