@@ -3,23 +3,16 @@
 // this same file down to the server.
 import cluster from 'node:cluster';
 import { runPrimary } from './cluster.ts';
-import {
-  type Config,
-  ConfigError,
-  environmentWithDotenv,
-  loadConfig,
-  requireImapHost,
-} from './config/config.ts';
+import { servingBackends } from './config/auth-config.ts';
+import { type Config, ConfigError, environmentWithDotenv, loadConfig } from './config/config.ts';
 import { createLogger } from './logger.ts';
 import { startServer } from './server.ts';
 
 function configOrExit(): Config {
   try {
     const config = loadConfig(environmentWithDotenv());
-    // contract §8: IMAP_HOST is needed only when the environment's IMAP server is asked.
-    if (config.auth.backends.some((spec) => spec.kind === 'imap' && spec.imap.host === null)) {
-      requireImapHost(config);
-    }
+    // What serving needs beyond what the admin CLI does (an IMAP host), refused here as a setting.
+    servingBackends(config.auth.backends);
     return config;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import client from 'prom-client';
-import type { LoginFailure, VerifyResult } from './backends/imap/authenticator.ts';
+import type { LoginFailure, VerifyResult } from './backends/authenticator.ts';
 import { API_ERRORS } from './errors.ts';
 import { requestMetrics } from './request-metrics.ts';
 

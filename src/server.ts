@@ -1,13 +1,10 @@
-// A running service: stores, IMAP authenticator, HTTP listener and the periodic purge, started and
-// stopped as one (used by `npm start` and `npm run demo`).
+// A running service (used by `npm start` and `npm run demo`): the app (app.ts) listening, METRICS_PORT
+// and the periodic purge, started and stopped as one.
 import cluster from 'node:cluster';
 import type { Logger } from 'pino';
-import { findingText, migrateUsernames } from './auth/username-migration.ts';
-import { createAuthenticator } from './backends/build.ts';
+import { buildApp } from './app.ts';
 import type { Config } from './config/config.ts';
-import { buildApp, READY_PROBE_TTL_MS } from './http/app.ts';
 import { createMetrics, serveMetrics } from './metrics.ts';
-import { openStores } from './store/open.ts';
 
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
 
@@ -26,31 +23,9 @@ export async function startServer(
   logger: Logger,
   options: { readonly migrate?: boolean } = {},
 ): Promise<RunningServer> {
-  const stores = await openStores(config, {
-    migrate: options.migrate,
-    // The stores reconnect by themselves; a broken idle connection is only worth a warning.
-    onError: (store, err) => logger.warn({ store, err }, 'store connection error'),
-  });
-  if (options.migrate !== false) {
-    try {
-      // contract §3: stored usernames in canonical form; each change is for an administrator to see.
-      for (const finding of await migrateUsernames(stores, config.usernameCase))
-        logger.warn({ username: finding.username, outcome: finding.outcome }, findingText(finding, true));
-    } catch (err) {
-      await stores.close();
-      throw err;
-    }
-  }
   const metrics = createMetrics();
-  // contract §8: the configured backends, asked in order (default: the one IMAP server of §5).
-  const authenticator = createAuthenticator(config.auth.backends, {
-    probeTtlMs: READY_PROBE_TTL_MS,
-    observe: (backend, result, seconds) => {
-      if (backend.kind === 'imap') metrics.observeImap(result, seconds);
-      metrics.observeBackend(backend.name, result, seconds);
-    },
-  });
-  const { fastify, sessions, throttle } = await buildApp({ config, stores, authenticator, logger, metrics });
+  const app = await buildApp({ config, logger, metrics, migrate: options.migrate });
+  const { fastify, sessions, throttle } = app;
   // Under WORKERS the primary serves METRICS_PORT, with the sum over the workers (cluster.ts).
   const metricsServer =
     config.metricsPort === null || cluster.isWorker
@@ -71,8 +46,7 @@ export async function startServer(
   } catch (err) {
     clearInterval(purge);
     await metricsServer?.close();
-    await stores.close();
-    await authenticator.close?.();
+    await app.close();
     throw err;
   }
   const address = fastify.server.address();
@@ -83,10 +57,8 @@ export async function startServer(
     metricsUrl: metricsServer?.url ?? null,
     async close() {
       clearInterval(purge);
-      await fastify.close();
       await metricsServer?.close();
-      await stores.close();
-      await authenticator.close?.();
+      await app.close();
     },
   };
 }

@@ -7,7 +7,11 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import type { Authenticator, VerifyResult } from '../src/backends/authenticator.ts';
 import { createImapAuthenticator } from '../src/backends/imap/authenticator.ts';
+import { backendTls } from '../src/backends/tls.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
+
+/** The scripted logins below never connect: any TLS options will do. */
+const TEST_TLS = backendTls('127.0.0.1', null);
 
 const FLOOR = 500;
 
@@ -178,6 +182,7 @@ describe('while the backend fails fast, so does the imitation of its refusals', 
         queueLimit: 0,
         forwardClientIp: false,
       },
+      TEST_TLS,
       {
         now: () => now,
         login: async () => {
@@ -210,6 +215,7 @@ describe('while the backend fails fast, so does the imitation of its refusals', 
         queueLimit: 0,
         forwardClientIp: false,
       },
+      TEST_TLS,
       {
         now: () => now,
         login: () =>

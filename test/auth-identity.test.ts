@@ -3,7 +3,7 @@
 // compatibility look-alikes are refused before any backend is asked.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { Authenticator } from '../src/backends/imap/authenticator.ts';
+import type { Authenticator } from '../src/backends/authenticator.ts';
 import { runCli } from '../src/cli/main.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { describeEachStore, STORES } from './helpers/stores.ts';

@@ -1,7 +1,7 @@
 // Contract §3: login throttling per username and per client IP.
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
-import type { Authenticator, VerifyResult } from '../src/backends/imap/authenticator.ts';
+import type { Authenticator, VerifyResult } from '../src/backends/authenticator.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { describeEachStore, storesOf } from './helpers/stores.ts';
 

@@ -3,8 +3,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { BackendSpec } from '../src/backends/auth-config.ts';
 import type { Backend } from '../src/backends/authenticator.ts';
+import type { BackendSpec } from '../src/backends/build.ts';
 import { createBackend } from '../src/backends/build.ts';
 import { type Dovecot, startDovecot, testUser } from './helpers/dovecot.ts';
 import { startFaultProxy } from './helpers/fault-proxy.ts';

@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createAuthenticator } from '../src/backends/build.ts';
+import { servingBackends } from '../src/config/auth-config.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { type Dovecot, startDovecot } from './helpers/dovecot.ts';
@@ -25,7 +26,7 @@ const PUPILS = [{ username: 'ben@pupils.example', password: 'ben-pupils-pässwor
 /** A test app whose authenticator is built from `env` exactly as the server builds it. */
 async function appWith(env: Record<string, string>): Promise<TestApp> {
   const config = loadConfig(env);
-  const authenticator = createAuthenticator(config.auth.backends, { probeTtlMs: 0 });
+  const authenticator = createAuthenticator(servingBackends(config.auth.backends), { probeTtlMs: 0 });
   return startTestApp({ env, authenticator });
 }
 

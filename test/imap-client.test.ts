@@ -11,10 +11,11 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { type ImapSettings, imapTlsOptions } from '../src/backends/imap/authenticator.ts';
+import type { ImapSettings } from '../src/backends/imap/client.ts';
 import { probeImapServer, verifyImapLogin } from '../src/backends/imap/client.ts';
 import { loginSegments } from '../src/backends/imap/commands.ts';
 import { type ImapResponse, MAX_LINE_BYTES, ResponseReader } from '../src/backends/imap/lines.ts';
+import { backendTls } from '../src/backends/tls.ts';
 import { makeTestCertificates, type TestCertificates } from './helpers/certs.ts';
 import { type HostileOptions, startHostileImap } from './helpers/hostile-imap.ts';
 import { referenceTimer } from './helpers/reference-timer.ts';
@@ -63,7 +64,7 @@ async function loginTo(
   });
   try {
     const s = settings(server.port, security, extra);
-    const result = await verifyImapLogin(s, imapTlsOptions(s), 'alice', password, '203.0.113.9');
+    const result = await verifyImapLogin(s, backendTls(s.host, s.caFile), 'alice', password, '203.0.113.9');
     await server.drained();
     return { result, received: server.received(), commands: server.commands.map((c) => c.split(' ')[1]) };
   } finally {
@@ -145,7 +146,9 @@ describe('the login command on the wire', () => {
     await new Promise((resolve) => server.once('listening', resolve));
     try {
       const s = settings((server.address() as { port: number }).port, 'plain');
-      assert.deepEqual(await verifyImapLogin(s, imapTlsOptions(s), 'alice', 'é', '192.0.2.1'), { ok: true });
+      assert.deepEqual(await verifyImapLogin(s, backendTls(s.host, s.caFile), 'alice', 'é', '192.0.2.1'), {
+        ok: true,
+      });
       await new Promise((resolve) => setTimeout(resolve, 50));
       assert.deepEqual(seen, ['a1 LOGIN "alice" {2}\r\n', '<+>', 'é\r\n', 'a2 LOGOUT\r\n']);
     } finally {
@@ -192,11 +195,14 @@ describe('what counts as a verified login (contract §5)', () => {
     const server = await startHostileImap({ users: { alice: 'right' }, cert: certs, implicitTls: true });
     try {
       const s = settings(server.port, 'tls');
-      assert.deepEqual(await verifyImapLogin(s, imapTlsOptions(s), 'alice', 'wrong', '192.0.2.1'), {
-        ok: false,
-        failure: 'bad_credentials',
-        reason: 'IMAP [AUTHENTICATIONFAILED]',
-      });
+      assert.deepEqual(
+        await verifyImapLogin(s, backendTls(s.host, s.caFile), 'alice', 'wrong', '192.0.2.1'),
+        {
+          ok: false,
+          failure: 'bad_credentials',
+          reason: 'IMAP [AUTHENTICATIONFAILED]',
+        },
+      );
     } finally {
       await server.close();
     }
@@ -221,7 +227,7 @@ describe('what counts as a verified login (contract §5)', () => {
       ['al\nice', 'pw'],
     ]) {
       assert.deepEqual(
-        await verifyImapLogin(s, imapTlsOptions(s), username ?? '', password ?? '', '192.0.2.1'),
+        await verifyImapLogin(s, backendTls(s.host, s.caFile), username ?? '', password ?? '', '192.0.2.1'),
         {
           ok: false,
           failure: 'rejected_input',
@@ -274,7 +280,7 @@ describe('STARTTLS and capabilities', () => {
       const server = await startHostileImap({ cert: certs, ...options });
       try {
         const s = settings(server.port, 'starttls');
-        assert.deepEqual(await probeImapServer(s, imapTlsOptions(s)), expected);
+        assert.deepEqual(await probeImapServer(s, backendTls(s.host, s.caFile)), expected);
         await server.drained();
       } finally {
         await server.close();

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { LoginFailure } from '../src/backends/imap/authenticator.ts';
+import type { LoginFailure } from '../src/backends/authenticator.ts';
 import { loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { makeTestCertificates, type TestCertificates } from './helpers/certs.ts';
 import { type HostileOptions, startHostileImap } from './helpers/hostile-imap.ts';

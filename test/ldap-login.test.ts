@@ -5,8 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { BackendSpec } from '../src/backends/auth-config.ts';
 import type { VerifyResult } from '../src/backends/authenticator.ts';
+import type { BackendSpec } from '../src/backends/build.ts';
 import { createBackend } from '../src/backends/build.ts';
 import { type LdapSettings, ldapLoginOnce, probeLdap } from '../src/backends/ldap/authenticator.ts';
 import { backendTls } from '../src/backends/tls.ts';

@@ -1,7 +1,8 @@
 // The login body (contract §3): DRF-style field validation, trimming, canonical usernames
 // (username.ts), and the characters that are refused before any IMAP command is sent.
-import type { UsernameCase } from '../config/config.ts';
+
 import { USERNAME_MAX_LENGTH } from '../store/limits.ts';
+import type { UsernameCase } from './username.ts';
 import { canonicalUsername, usernameProfile } from './username.ts';
 
 export const PASSWORD_MAX_LENGTH = 1024;

@@ -1,9 +1,10 @@
 // The migration of stored usernames to their canonical form (contract §3, "One person, one
 // identity"; issue 22), where both the database and the session store are open: run by the server
 // at start-up, by the primary of a cluster, and by `clubhouse migrate`; listed by `config check`.
-import type { UsernameCase } from '../config/config.ts';
+
 import { USERNAME_MAX_LENGTH } from '../store/limits.ts';
 import type { Canonicalizer, Stores, UsernameFinding } from '../store/types.ts';
+import type { UsernameCase } from './username.ts';
 import { canonicalUsername, usernameProfile } from './username.ts';
 
 /**

@@ -7,9 +7,11 @@
 // precis-js implements the obsolete RFC 7564 and is unmaintained. Without it, `ＬＥＮＡ`, `𝐥𝐞𝐧𝐚` or
 // `ⓛⓔⓝⓐ` would bind as lena at a directory that folds case and compatibility forms (OpenLDAP,
 // Active Directory) and become second users beside her (issue 22).
-import type { UsernameCase } from '../config/config.ts';
 import { bidiRuleRefusal } from './bidi-rule.ts';
 import { identifierClassRefusal } from './precis-identifier.ts';
+
+/** USERNAME_CASE: `lower` is UsernameCaseMapped, `preserve` UsernameCasePreserved. */
+export type UsernameCase = 'lower' | 'preserve';
 
 /** A canonical username, or why the profile refuses the input. Never thrown. */
 export type CanonicalUsername =

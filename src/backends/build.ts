@@ -1,13 +1,12 @@
-// Backends from their configuration (contract §8): each kind's single attempt behind the shared
-// guard, its credential-free probe, and the chain over all of them in order.
-import { ConfigError } from '../config/error.ts';
-import type { BackendSpec } from './auth-config.ts';
+// Backends from their specs (contract §8): each kind's single attempt behind the shared guard, its
+// credential-free probe, and the chain over all of them in order. The specs are plain options that
+// config/ parsed and checked; nothing here reads a setting.
 import type { Authenticator, Backend, VerifyResult } from './authenticator.ts';
 import { type ChainOptions, createChain } from './chain.ts';
 import { guardAttempts } from './guard.ts';
-import { createImapAuthenticator, type ImapSettings, imapTlsOptions } from './imap/authenticator.ts';
-import { probeImapServer } from './imap/client.ts';
-import { classifyLdapError, ldapLoginOnce, probeLdap } from './ldap/authenticator.ts';
+import { createImapAuthenticator, type ImapAuthenticatorOptions } from './imap/authenticator.ts';
+import { type ImapSettings, probeImapServer } from './imap/client.ts';
+import { classifyLdapError, type LdapSettings, ldapLoginOnce, probeLdap } from './ldap/authenticator.ts';
 import { RefusalTiming } from './refusal-timing.ts';
 import { backendTls } from './tls.ts';
 
@@ -18,22 +17,46 @@ import { backendTls } from './tls.ts';
  */
 export const LDAP_REFUSAL_SEED_MS = 100;
 
+/** One backend to build: its kind's settings, its name, and the mail domains it serves (null: all). */
+export type BackendSpec =
+  | {
+      readonly kind: 'imap';
+      readonly name: string;
+      readonly domains: readonly string[] | null;
+      readonly imap: ImapSettings;
+    }
+  | {
+      readonly kind: 'ldap';
+      readonly name: string;
+      readonly domains: readonly string[] | null;
+      readonly ldap: LdapSettings;
+    };
+
 /** Told the kind, name, result and duration of every attempt that reached a server (metrics). */
 export type BackendObserver = (backend: Backend, result: VerifyResult, seconds: number) => void;
 
-/** One backend of `spec`; throws ConfigError when serving needs a setting that is missing. */
-export function createBackend(spec: BackendSpec, observe: BackendObserver = () => undefined): Backend {
+/**
+ * One backend of `spec`; its TLS options are built once and shared by logins and probes. `imap`: the
+ * IMAP authenticator's seams (tests script its login and clock); `observe` wins over theirs.
+ */
+export function createBackend(
+  spec: BackendSpec,
+  observe: BackendObserver = () => undefined,
+  imap: ImapAuthenticatorOptions = {},
+): Backend {
   const { name, kind, domains } = spec;
   const base = { name, kind, domains, close: async () => undefined };
   if (spec.kind === 'imap') {
-    if (spec.imap.host === null)
-      throw new ConfigError('IMAP_HOST', 'required: the IMAP server that checks passwords');
-    const settings: ImapSettings = { ...spec.imap, host: spec.imap.host };
-    const tls = imapTlsOptions(settings);
+    const settings = spec.imap;
+    const tls = backendTls(settings.host, settings.caFile);
     const backend: Backend = {
       ...base,
-      ...createImapAuthenticator(settings, {
-        observe: (result, seconds) => observe(backend, result, seconds),
+      ...createImapAuthenticator(settings, tls, {
+        ...imap,
+        observe: (result, seconds) => {
+          imap.observe?.(result, seconds);
+          observe(backend, result, seconds);
+        },
       }),
       probe: () => probeImapServer(settings, tls),
     };
@@ -57,10 +80,10 @@ export function createBackend(spec: BackendSpec, observe: BackendObserver = () =
 /** The chain of every configured backend, in order. */
 export function createAuthenticator(
   specs: readonly BackendSpec[],
-  options: ChainOptions & { readonly observe?: BackendObserver },
+  options: ChainOptions & { readonly observe?: BackendObserver; readonly imap?: ImapAuthenticatorOptions },
 ): Authenticator {
   return createChain(
-    specs.map((spec) => createBackend(spec, options.observe)),
+    specs.map((spec) => createBackend(spec, options.observe, options.imap)),
     options,
   );
 }

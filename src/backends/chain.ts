@@ -5,7 +5,7 @@
 // backend serves is refused without contacting any (the login procedure times every refusal, §3).
 
 import type { Authenticator, Backend, GuardStats, VerifyResult } from './authenticator.ts';
-import { cachedProbe } from './imap/probe.ts';
+import { cachedProbe } from './probe.ts';
 
 /** The domain part of `local@domain`, lower-cased; null without exactly one `@`. */
 export function mailDomain(username: string): string | null {

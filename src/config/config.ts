@@ -2,16 +2,17 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseDotenv } from 'dotenv';
 import { customCleanEnv } from 'envalid';
-import {
-  type BackendSpec,
-  type ImapSpecSettings,
-  ldapSettings,
-  type RawLdap,
-  readAuthConfig,
-} from '../backends/auth-config.ts';
 import { parsePostgresTls } from '../store/postgres/url.ts';
 import { parseRedisTarget } from '../store/redis/url.ts';
-import { ConfigError, isLoopbackHost } from './error.ts';
+import {
+  type ConfiguredBackend,
+  type ConfiguredImap,
+  imapSettings,
+  ldapSettings,
+  type Refuse,
+  readAuthConfig,
+} from './auth-config.ts';
+import { ConfigError } from './error.ts';
 import { type LogLevel, SETTINGS, type TrustProxy, type UsernameCase } from './settings.ts';
 
 export { ConfigError, isLoopbackHost } from './error.ts';
@@ -35,10 +36,13 @@ export interface Config {
   /** How long a SQLite statement waits for another process's write lock before answering 503. */
   readonly sqliteBusyTimeoutMs: number;
   /** From the IMAP_* settings; `host` null when unset (the admin CLI runs without it). */
-  readonly imap: ImapSpecSettings;
-  /** The backends asked, in order (contract §8); from AUTH_BACKENDS or the AUTH_CONFIG file. */
+  readonly imap: ConfiguredImap;
+  /**
+   * The backends asked, in order (contract §8); from AUTH_BACKENDS or the AUTH_CONFIG file. Serving
+   * takes them through servingBackends (auth-config.ts), which requires every IMAP host.
+   */
   readonly auth: {
-    readonly backends: readonly BackendSpec[];
+    readonly backends: readonly ConfiguredBackend[];
     /** The AUTH_CONFIG file, or null when the environment settings describe the backends. */
     readonly configFile: string | null;
   };
@@ -115,29 +119,53 @@ function backendSettingRead(name: string, env: Env): boolean {
   return listed.includes(kind);
 }
 
+/** `bindPassword` → LDAP_BIND_PASSWORD: an error names the variable the operator set. */
+function envRefuse(prefix: 'IMAP' | 'LDAP'): Refuse {
+  return (field, message) => {
+    throw new ConfigError(`${prefix}_${field.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`, message);
+  };
+}
+
+/** The IMAP server of the IMAP_* settings (contract §5); its rules are auth-config.ts's. */
+function imapFromEnvironment(s: CleanedSettings): ConfiguredImap {
+  return imapSettings(
+    {
+      host: s.IMAP_HOST,
+      port: s.IMAP_PORT,
+      security: s.IMAP_SECURITY,
+      allowPlaintext: s.IMAP_ALLOW_PLAINTEXT,
+      caFile: s.IMAP_CA_FILE,
+      timeoutMs: s.IMAP_TIMEOUT_MS,
+      maxConcurrency: s.IMAP_MAX_CONCURRENCY,
+      queueLimit: s.IMAP_QUEUE_LIMIT,
+      forwardClientIp: s.IMAP_FORWARD_CLIENT_IP,
+    },
+    envRefuse('IMAP'),
+  );
+}
+
 /** The backend specs of the environment settings, in AUTH_BACKENDS order. */
-function backendsFromEnvironment(s: CleanedSettings, imap: Config['imap']): BackendSpec[] {
-  return s.AUTH_BACKENDS.map((kind): BackendSpec => {
+function backendsFromEnvironment(s: CleanedSettings, imap: ConfiguredImap): ConfiguredBackend[] {
+  return s.AUTH_BACKENDS.map((kind): ConfiguredBackend => {
     if (kind === 'imap') return { kind, name: 'imap', domains: null, imap };
-    const raw: RawLdap = {
-      url: s.LDAP_URL,
-      security: s.LDAP_SECURITY,
-      allowPlaintext: s.LDAP_ALLOW_PLAINTEXT,
-      caFile: s.LDAP_CA_FILE,
-      userDn: s.LDAP_USER_DN,
-      bindDn: s.LDAP_BIND_DN,
-      bindPassword: s.LDAP_BIND_PASSWORD,
-      baseDn: s.LDAP_BASE_DN,
-      userFilter: s.LDAP_USER_FILTER,
-      timeoutMs: s.LDAP_TIMEOUT_MS,
-      maxConcurrency: s.LDAP_MAX_CONCURRENCY,
-      queueLimit: s.LDAP_QUEUE_LIMIT,
-    };
-    // `bindPassword` → LDAP_BIND_PASSWORD: the error names the variable the operator set.
-    const refuse = (field: string, message: string): never => {
-      throw new ConfigError(`LDAP_${field.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`, message);
-    };
-    return { kind, name: 'ldap', domains: null, ldap: ldapSettings(raw, refuse) };
+    const ldap = ldapSettings(
+      {
+        url: s.LDAP_URL,
+        security: s.LDAP_SECURITY,
+        allowPlaintext: s.LDAP_ALLOW_PLAINTEXT,
+        caFile: s.LDAP_CA_FILE,
+        userDn: s.LDAP_USER_DN,
+        bindDn: s.LDAP_BIND_DN,
+        bindPassword: s.LDAP_BIND_PASSWORD,
+        baseDn: s.LDAP_BASE_DN,
+        userFilter: s.LDAP_USER_FILTER,
+        timeoutMs: s.LDAP_TIMEOUT_MS,
+        maxConcurrency: s.LDAP_MAX_CONCURRENCY,
+        queueLimit: s.LDAP_QUEUE_LIMIT,
+      },
+      envRefuse('LDAP'),
+    );
+    return { kind, name: 'ldap', domains: null, ldap };
   });
 }
 
@@ -168,43 +196,14 @@ export function loadConfig(env: Env): Config {
   } else if (redisCaFile !== null) {
     throw new ConfigError('REDIS_CA_FILE', 'needs a rediss:// SESSION_STORE');
   }
-  const imapHost = s.IMAP_HOST ?? null;
-  // contract §6: a password in clear over the network is a misconfiguration unless asked for by name.
-  if (
-    s.IMAP_SECURITY === 'plain' &&
-    imapHost !== null &&
-    !isLoopbackHost(imapHost) &&
-    !s.IMAP_ALLOW_PLAINTEXT
-  ) {
-    throw new ConfigError(
-      'IMAP_SECURITY',
-      `plain sends passwords in clear; allowed only to a loopback host, or with IMAP_ALLOW_PLAINTEXT=true (IMAP_HOST is "${imapHost}")`,
-    );
-  }
-  // contract §5: the client's address travels only inside TLS (backends/imap/client.ts sends ID after STARTTLS).
-  if (s.IMAP_FORWARD_CLIENT_IP && s.IMAP_SECURITY === 'plain') {
-    throw new ConfigError(
-      'IMAP_FORWARD_CLIENT_IP',
-      'needs IMAP_SECURITY=tls or starttls (the ID command would travel in clear)',
-    );
-  }
   if (s.HEADERS_TIMEOUT_MS > s.REQUEST_TIMEOUT_MS) {
     throw new ConfigError(
       'HEADERS_TIMEOUT_MS',
       'must not exceed REQUEST_TIMEOUT_MS (the headers are part of the request)',
     );
   }
-  const imap: Config['imap'] = {
-    host: imapHost,
-    port: s.IMAP_PORT ?? (s.IMAP_SECURITY === 'tls' ? 993 : 143),
-    security: s.IMAP_SECURITY,
-    allowPlaintext: s.IMAP_ALLOW_PLAINTEXT,
-    caFile: s.IMAP_CA_FILE ?? null,
-    timeoutMs: s.IMAP_TIMEOUT_MS,
-    maxConcurrency: s.IMAP_MAX_CONCURRENCY,
-    queueLimit: s.IMAP_QUEUE_LIMIT,
-    forwardClientIp: s.IMAP_FORWARD_CLIENT_IP,
-  };
+  // The environment's IMAP server is checked when IMAP is listed, or when nothing else is (the CLI).
+  const imap = imapFromEnvironment(s);
   const configFile = s.AUTH_CONFIG ?? null;
   const config: Config = {
     host: s.HOST,
@@ -248,14 +247,6 @@ export function loadConfig(env: Env): Config {
     settings: s,
   };
   return deepFreeze(config);
-}
-
-/** The IMAP server's host name; serving needs it (the admin CLI does not). */
-export function requireImapHost(config: Config): string {
-  if (config.imap.host === null) {
-    throw new ConfigError('IMAP_HOST', 'required: the IMAP server that checks passwords');
-  }
-  return config.imap.host;
 }
 
 function deepFreeze<T extends object>(value: T): T {

@@ -1,11 +1,13 @@
 // `clubhouse config check`: the effective settings with secrets masked, and what looks risky.
-import type { BackendSpec } from '../backends/auth-config.ts';
+
 import { storeTls } from '../store/open.ts';
-import { type Config, isLoopbackHost } from './config.ts';
+import type { ConfiguredBackend } from './auth-config.ts';
+import type { Config } from './config.ts';
+import { isLoopbackHost } from './error.ts';
 import { presentSetting, settingRows } from './settings.ts';
 
 /** One backend as `config check` shows it (contract §8): kind, domains and settings, secrets masked. */
-export function presentBackend(spec: BackendSpec): Record<string, unknown> {
+export function presentBackend(spec: ConfiguredBackend): Record<string, unknown> {
   const settings: Record<string, unknown> =
     spec.kind === 'imap'
       ? { ...spec.imap }

@@ -3,11 +3,15 @@
 import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { EnvError, makeValidator } from 'envalid';
+import type { UsernameCase } from '../auth/username.ts';
+import type { BackendKind } from '../backends/authenticator.ts';
+import type { ImapSettings } from '../backends/imap/client.ts';
+import type { LdapSecurity } from '../backends/ldap/authenticator.ts';
 
-export type ImapSecurity = 'tls' | 'starttls' | 'plain';
-export type LdapSecurity = 'tls' | 'starttls' | 'plain';
-export type BackendKindSetting = 'imap' | 'ldap';
-export type UsernameCase = 'lower' | 'preserve';
+// The literal types of the layers that use the values: the table parses into them.
+export type { LdapSecurity, UsernameCase };
+export type ImapSecurity = ImapSettings['security'];
+export type BackendKindSetting = BackendKind;
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type TrustProxy = boolean | number | string[];
 

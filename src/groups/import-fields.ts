@@ -1,8 +1,8 @@
 // The fields of the import file (contract §4), checked one by one; the import (import.ts) and the
 // admin commands (cli/) share them, so a group or username is refused for the same reasons.
 
+import type { UsernameCase } from '../auth/username.ts';
 import { canonicalUsername, refusalText } from '../auth/username.ts';
-import type { UsernameCase } from '../config/config.ts';
 import type { ImportProblem } from '../store/conflicts.ts';
 import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from '../store/limits.ts';
 import type { Group } from '../store/types.ts';

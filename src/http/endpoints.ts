@@ -2,6 +2,8 @@
 // router then owns everything about it: every response carries Allow, OPTIONS describes it (and
 // answers a trusted CORS preflight, §7), HEAD follows GET (Fastify's exposeHeadRoutes), and every
 // other method has a route of its own that answers 405 before the body is read or a session looked at.
+// An endpoint with a `fast` reader is also entered in the raw read path's table (raw-reads.ts), with
+// the same URL and Allow: one declaration for both ways of answering it.
 import { METHODS } from 'node:http';
 import type {
   FastifyInstance,
@@ -19,6 +21,7 @@ import { methodNotAllowed } from '../errors.ts';
 import { SCHEMAS } from '../schemas.ts';
 import { isTrustedPreflight, preflightHeaders } from './cors.ts';
 import { sendJson } from './headers.ts';
+import type { FastRead, FastRoutes } from './raw-reads.ts';
 
 type Handler<G extends RouteGenericInterface> = RouteHandlerMethod<
   RawServerDefault,
@@ -57,6 +60,16 @@ export interface EndpointOptions {
   readonly name: string;
   /** Runs on POST and DELETE before the body is read (the CSRF check, contract §7 and §9). */
   readonly beforeBody?: (request: FastifyRequest) => void;
+  /**
+   * Answers a GET or HEAD from memory on the raw read path before Fastify, when it can (raw-reads.ts);
+   * the GET route must answer the same, and should call the same reader first.
+   */
+  readonly fast?: FastRead;
+}
+
+/** The route as a metric label: the pattern without its regex (`/api/group/:id`). */
+export function routeLabel(url: string): string {
+  return url.replace(/\(\^[^)]*\)/g, '');
 }
 
 /** Makes every method node parses routable, so that an endpoint can answer 405 to any of them. */
@@ -69,14 +82,22 @@ export function supportEveryMethod(app: FastifyInstance): void {
 /** Declares one /api endpoint: `declare` adds its routes; OPTIONS and the 405 route follow from them. */
 export type DeclareEndpoint = (options: EndpointOptions, declare: (routes: EndpointRoutes) => void) => void;
 
-/** The endpoint declarer of `app`; trusted origins get their CORS preflight answered (contract §7). */
-export function apiEndpoints(app: FastifyInstance, trustedOrigins: ReadonlySet<string>): DeclareEndpoint {
-  return (options, declare) => declareEndpoint(app, trustedOrigins, options, declare);
+/**
+ * The endpoint declarer of `app`; trusted origins get their CORS preflight answered (contract §7),
+ * and endpoints with a fast reader are entered in `fast`.
+ */
+export function apiEndpoints(
+  app: FastifyInstance,
+  trustedOrigins: ReadonlySet<string>,
+  fast: FastRoutes,
+): DeclareEndpoint {
+  return (options, declare) => declareEndpoint(app, trustedOrigins, fast, options, declare);
 }
 
 function declareEndpoint(
   app: FastifyInstance,
   trustedOrigins: ReadonlySet<string>,
+  fast: FastRoutes,
   options: EndpointOptions,
   declare: (routes: EndpointRoutes) => void,
 ): void {
@@ -122,6 +143,10 @@ function declareEndpoint(
     };
   }
   for (const adder of adders) adder.add();
+  if (options.fast !== undefined) {
+    if (!declared.has('GET')) throw new Error(`${url}: a fast reader needs a GET route`);
+    fast.add(url, { read: options.fast, allow, label: routeLabel(url) });
+  }
 
   const description = JSON.stringify({ name: options.name, methods });
   app.options(url, { schema: SCHEMAS.options, onRequest }, (request, reply) => {

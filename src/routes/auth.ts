@@ -1,85 +1,51 @@
 // /api/auth/check, /api/auth/login, /api/auth/logout (contract §2, §3, §7).
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { clearedSessionCookie, loginCookies, readCookies } from '../auth/cookies.ts';
+import { loginCookies, readCookies } from '../auth/cookies.ts';
 import { parseCredentials } from '../auth/credentials.ts';
-import { checkCsrf } from '../auth/csrf.ts';
 import type { LoginProcedure } from '../auth/login.ts';
 import { keptUserAgent, newCsrfToken, type Sessions } from '../auth/sessions.ts';
-import type { Config } from '../config/config.ts';
+import type { UsernameCase } from '../auth/username.ts';
 import { API_ERRORS, ApiError, FieldErrors, throttled } from '../errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
+import type { FastAnswer } from '../http/raw-reads.ts';
+import { csrfGuard, LOGGED_OUT, loggedOut, secureCookies, singleHeader } from '../http/route-helpers.ts';
 import type { SessionHooks } from '../http/session.ts';
 import type { Metrics } from '../metrics.ts';
 import { SCHEMAS } from '../schemas.ts';
 
 export interface AuthRouteDeps {
-  readonly config: Pick<Config, 'cookieSecure' | 'trustedOrigins' | 'usernameCase'>;
+  readonly cookieSecure: boolean;
+  readonly trustedOrigins: readonly string[];
+  readonly usernameCase: UsernameCase;
   readonly sessions: Sessions;
   readonly hooks: SessionHooks;
   readonly login: LoginProcedure;
   readonly metrics: Metrics;
 }
 
-const LOGGED_OUT = '""';
-
-/** Throws the contract's 403 when an unsafe request fails the cross-origin or token check. */
-export function csrfGuard(trustedOrigins: readonly string[]): (request: FastifyRequest) => void {
-  return (request) => {
-    const header = request.headers['x-csrftoken'];
-    const verdict = checkCsrf(
-      {
-        origin: request.headers.origin,
-        secFetchSite: singleHeader(request.headers['sec-fetch-site']),
-        host: request.headers.host,
-        headerToken: singleHeader(header),
-        cookieToken: readCookies(request.headers).csrftoken,
-      },
-      trustedOrigins,
-    );
-    if (verdict === 'origin') throw new ApiError(API_ERRORS.CSRF_ORIGIN);
-    if (verdict === 'token') throw new ApiError(API_ERRORS.CSRF_TOKEN);
-  };
+/** contract §3: check's answer for the session's user, or nobody (403 ""). */
+function checkAnswer(username: string | null): FastAnswer {
+  return username === null
+    ? { status: 403, body: LOGGED_OUT, ascii: true }
+    : { status: 200, body: JSON.stringify(username), ascii: false };
 }
 
-function singleHeader(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value.join(',') : value;
-}
-
-/** Whether cookies set in answer to `request` are Secure. */
-export function secureCookies(config: Pick<Config, 'cookieSecure'>, request: FastifyRequest): boolean {
-  // contract §2: Secure when configured, or when a trusted proxy says the client used TLS.
-  return config.cookieSecure || request.protocol === 'https';
-}
-
-/** Answers as logout does (contract §2): 200 "", the session cookie cleared, Clear-Site-Data. */
-export function loggedOut(
-  config: Pick<Config, 'cookieSecure'>,
-  request: FastifyRequest,
-  reply: FastifyReply,
-) {
-  reply.headers({
-    'set-cookie': clearedSessionCookie(secureCookies(config, request)),
-    'clear-site-data': '"cookies"',
-  });
-  return sendJson(reply, 200, LOGGED_OUT);
-}
-
-/** The three auth endpoints (the raw read path, http/raw-reads.ts, answers check when it can). */
+/** The three auth endpoints (check answered from memory on the raw read path when it can). */
 export function registerAuthRoutes(endpoint: DeclareEndpoint, deps: AuthRouteDeps): void {
-  const { config, sessions } = deps;
-  const guard = csrfGuard(config.trustedOrigins);
+  const { sessions } = deps;
+  const guard = csrfGuard(deps.trustedOrigins);
 
   // contract §3: check answers nobody with 403 "" rather than the {"detail"} of requireSession.
-  const check = async (request: FastifyRequest, reply: FastifyReply) =>
-    request.user === null
-      ? sendJson(reply, 403, LOGGED_OUT)
-      : sendJson(reply, 200, JSON.stringify(request.user));
+  const check = async (request: FastifyRequest, reply: FastifyReply) => {
+    const { status, body } = checkAnswer(request.user);
+    return sendJson(reply, status, body);
+  };
 
   const doLogin = async (request: FastifyRequest, reply: FastifyReply) => {
     const started = performance.now();
     const form = (request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded');
-    const parsed = parseCredentials(request.body, config.usernameCase, form);
+    const parsed = parseCredentials(request.body, deps.usernameCase, form);
     if (parsed.kind === 'not_a_dictionary') throw new ApiError(API_ERRORS.NOT_A_DICTIONARY);
     if (parsed.kind === 'invalid') throw new FieldErrors(parsed.fields);
     const { username } = parsed.credentials;
@@ -112,7 +78,7 @@ export function registerAuthRoutes(endpoint: DeclareEndpoint, deps: AuthRouteDep
       outcome.sessionId,
       newCsrfToken(),
       sessions.now(),
-      secureCookies(config, request),
+      secureCookies(deps.cookieSecure, request),
     );
     reply.header('set-cookie', cookies);
     return sendJson(reply, 200, JSON.stringify(outcome.username));
@@ -120,10 +86,15 @@ export function registerAuthRoutes(endpoint: DeclareEndpoint, deps: AuthRouteDep
 
   const logout = async (request: FastifyRequest, reply: FastifyReply) => {
     await sessions.end(readCookies(request.headers).sessionid);
-    return loggedOut(config, request, reply);
+    return loggedOut(deps.cookieSecure, request, reply);
   };
 
-  endpoint({ url: '/api/auth/check', name: 'Check' }, (routes) =>
+  // contract §2: no cookie answers nobody without the store; a session the cache knows, from memory.
+  const fastCheck = ({ sessionid }: { sessionid: string | undefined }) => {
+    const username = sessions.peek(sessionid);
+    return username === undefined ? undefined : checkAnswer(username);
+  };
+  endpoint({ url: '/api/auth/check', name: 'Check', fast: fastCheck }, (routes) =>
     routes.get({ schema: SCHEMAS.check, preHandler: deps.hooks.readSession }, check),
   );
   endpoint({ url: '/api/auth/login', name: 'Login', beforeBody: guard }, (routes) =>

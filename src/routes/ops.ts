@@ -1,7 +1,6 @@
-// Operating it (contract §6): /healthz (process up), /readyz (stores and IMAP reachable), /metrics,
+// Operating it (contract §6): /healthz (process up), /readyz (stores and backends reachable), /metrics,
 // and /api/schema (the OpenAPI document of the route schemas).
 import type { FastifyInstance } from 'fastify';
-import type { ProbeResult } from '../backends/imap/probe.ts';
 import { StoreUnavailableError } from '../errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
@@ -11,10 +10,8 @@ import type { Stores } from '../store/types.ts';
 
 export interface OpsDeps {
   readonly stores: Pick<Stores, 'ping' | 'tls'>;
-  /** The cached IMAP probe; null when no IMAP server is configured. */
-  readonly imapProbe: { check(): Promise<ProbeResult> } | null;
-  /** Every backend's readiness by name (contract §8); replaces `imapProbe` when present. */
-  readonly backends?: (() => Promise<Record<string, string>>) | null;
+  /** Every backend's readiness by name (contract §8): "ok" or why not, probed without credentials. */
+  readonly backends: () => Promise<Record<string, string>>;
   /** Null when /metrics is served on METRICS_PORT instead. */
   readonly metrics: Metrics | null;
 }
@@ -23,23 +20,13 @@ export interface OpsDeps {
 const READY_RETRY_AFTER_SECONDS = 5;
 
 /** What each part answers: "ok" or why not. */
-export async function readiness(
-  deps: Pick<OpsDeps, 'stores' | 'imapProbe' | 'backends'>,
-): Promise<Record<string, string>> {
+export async function readiness(deps: Pick<OpsDeps, 'stores' | 'backends'>): Promise<Record<string, string>> {
   const stores = deps.stores.ping().then(
     () => 'ok',
     (err: unknown) => (err instanceof StoreUnavailableError ? `${err.store} unavailable` : 'unavailable'),
   );
-  if (deps.backends) {
-    const [store, backends] = await Promise.all([stores, deps.backends()]);
-    return { stores: store, ...backends };
-  }
-  const imap =
-    deps.imapProbe === null
-      ? Promise.resolve('not configured')
-      : deps.imapProbe.check().then((r) => (r.ok ? 'ok' : r.reason));
-  const [store, mail] = await Promise.all([stores, imap]);
-  return { stores: store, imap: mail };
+  const [store, backends] = await Promise.all([stores, deps.backends()]);
+  return { stores: store, ...backends };
 }
 
 /** Registers /healthz, /readyz and (unless on its own port) /metrics. */

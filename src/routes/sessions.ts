@@ -2,27 +2,27 @@
 // /api/auth/logout-everywhere. Each needs a live session (requireSession); the unsafe ones pass the
 // CSRF check first (§7), and §1's Allow, OPTIONS, HEAD and 405 come from the endpoint declaration.
 
-import { clearedSessionCookie, readCookies } from '../auth/cookies.ts';
+import { readCookies } from '../auth/cookies.ts';
 import type { Sessions } from '../auth/sessions.ts';
-import type { Config } from '../config/config.ts';
 import { API_ERRORS, ApiError } from '../errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
+import { clearSessionHeaders, csrfGuard, loggedOut } from '../http/route-helpers.ts';
 import { caller, type SessionHooks } from '../http/session.ts';
 import { SCHEMAS } from '../schemas.ts';
-import { csrfGuard, loggedOut, secureCookies } from './auth.ts';
 
 export interface SessionRouteDeps {
-  readonly config: Pick<Config, 'cookieSecure' | 'trustedOrigins'>;
+  readonly cookieSecure: boolean;
+  readonly trustedOrigins: readonly string[];
   readonly sessions: Sessions;
   readonly hooks: SessionHooks;
 }
 
 /** The three endpoints of contract §9. */
 export function registerSessionRoutes(endpoint: DeclareEndpoint, deps: SessionRouteDeps): void {
-  const { config, sessions } = deps;
+  const { sessions, cookieSecure } = deps;
   const { requireSession } = deps.hooks;
-  const guard = csrfGuard(config.trustedOrigins);
+  const guard = csrfGuard(deps.trustedOrigins);
 
   endpoint({ url: '/api/auth/sessions', name: 'Session List' }, (routes) =>
     routes.get({ schema: SCHEMAS.sessionList, preHandler: requireSession }, async (request, reply) =>
@@ -41,12 +41,7 @@ export function registerSessionRoutes(endpoint: DeclareEndpoint, deps: SessionRo
         const ended = await sessions.endByHandle(caller(request), request.params.id, current);
         // contract §9: not one of the caller's live sessions, whoever's it may be → 404.
         if (ended === 'not-found') throw new ApiError(API_ERRORS.NOT_FOUND);
-        if (ended === 'ended-current') {
-          reply.headers({
-            'set-cookie': clearedSessionCookie(secureCookies(config, request)),
-            'clear-site-data': '"cookies"',
-          });
-        }
+        if (ended === 'ended-current') reply.headers(clearSessionHeaders(cookieSecure, request));
         return reply.code(204).send();
       },
     ),
@@ -54,7 +49,7 @@ export function registerSessionRoutes(endpoint: DeclareEndpoint, deps: SessionRo
   endpoint({ url: '/api/auth/logout-everywhere', name: 'Logout Everywhere', beforeBody: guard }, (routes) =>
     routes.post({ schema: SCHEMAS.logoutEverywhere, preHandler: requireSession }, async (request, reply) => {
       await sessions.endAll(caller(request));
-      return loggedOut(config, request, reply);
+      return loggedOut(cookieSecure, request, reply);
     }),
   );
 }

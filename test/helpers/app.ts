@@ -4,15 +4,10 @@
 // runs on several with describeEachStore and hands each to startTestApp).
 import { Writable } from 'node:stream';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import {
-  type Authenticator,
-  createImapAuthenticator,
-  type ImapAuthenticatorOptions,
-  imapSettings,
-  type VerifyResult,
-} from '../../src/backends/imap/authenticator.ts';
+import { type App, buildApp } from '../../src/app.ts';
+import type { Authenticator, VerifyResult } from '../../src/backends/authenticator.ts';
+import type { ImapAuthenticatorOptions } from '../../src/backends/imap/authenticator.ts';
 import { type Config, loadConfig } from '../../src/config/config.ts';
-import { type App, buildApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { openStores } from '../../src/store/open.ts';
 import type { Stores } from '../../src/store/types.ts';
@@ -107,12 +102,12 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     }
     const opened = await openStores(config);
     stores = opened;
-    const authenticator =
-      options.authenticator ?? createImapAuthenticator(imapSettings(config), options.imap);
+    // Without an authenticator of the test's, the configured backends (the IMAP one by default).
     const app = await buildApp({
       config,
       stores: opened,
-      authenticator,
+      authenticator: options.authenticator,
+      imap: options.imap,
       logger: createLogger(config.logLevel, sink),
       now: options.fixedClock === true ? () => clock.now : Date.now,
       sleep: options.sleep,
@@ -127,7 +122,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       clock,
       storeEnv,
       async close() {
-        await app.fastify.close();
+        await app.close();
         await opened.close();
         await made.drop();
         dumpOutput(logs.join('\n'));

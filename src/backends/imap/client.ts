@@ -5,11 +5,22 @@
 // `upstream_misconfigured`. One deadline covers everything; the socket is destroyed in `finally`.
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
-import type { ImapSettings, ImapTlsOptions, LoginFailure, VerifyResult } from './authenticator.ts';
+import type { LoginFailure, ProbeResult, VerifyResult } from '../authenticator.ts';
+import type { TlsOptions } from '../tls.ts';
 import { capabilitiesOf, idCommand, loginSegments } from './commands.ts';
 import { classifyImapError, ImapClosedError, ImapProtocolError, ResponseReader } from './lines.ts';
 
-export type ProbeResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+/** One IMAP server as the settings describe it (contract §5); TLS options are built apart, once. */
+export interface ImapSettings {
+  readonly host: string;
+  readonly port: number;
+  readonly security: 'tls' | 'starttls' | 'plain';
+  readonly caFile: string | null;
+  readonly timeoutMs: number;
+  readonly maxConcurrency: number;
+  readonly queueLimit: number;
+  readonly forwardClientIp: boolean;
+}
 
 /** Untagged responses one command may draw: a login sees a handful (CAPABILITY, ID, ALERTs). */
 export const MAX_UNTAGGED_PER_COMMAND = 64;
@@ -30,10 +41,10 @@ class Connection {
   readonly reader = new ResponseReader();
   #tags = 0;
 
-  constructor(settings: ImapSettings, tls: ImapTlsOptions) {
+  constructor(settings: ImapSettings, tls: TlsOptions) {
     this.secure = settings.security === 'tls';
     this.socket = this.secure
-      ? tlsConnect({ host: settings.host, port: settings.port, ...tls })
+      ? tlsConnect({ ...tls.options(), port: settings.port })
       : netConnect({ host: settings.host, port: settings.port });
     this.#watch(this.socket);
   }
@@ -105,7 +116,7 @@ class Connection {
   }
 
   /** RFC 9051 §6.2.1: STARTTLS, then TLS over the same socket with the one secure context. */
-  async startTls(settings: ImapSettings, tls: ImapTlsOptions): Promise<void> {
+  async startTls(tls: TlsOptions): Promise<void> {
     const answer = await this.command([Buffer.from('STARTTLS\r\n')]);
     if (answer.status !== 'OK') throw new ImapProtocolError(`STARTTLS refused (${answer.status})`);
     // Bytes behind the OK came in plaintext and would be read as if from inside TLS
@@ -113,7 +124,7 @@ class Connection {
     if (this.reader.buffered > 0) throw new ImapProtocolError('plaintext injected after STARTTLS');
     this.reader.detach();
     const plain = this.socket;
-    this.socket = tlsConnect({ socket: plain, host: settings.host, ...tls });
+    this.socket = tlsConnect({ ...tls.options(), socket: plain });
     this.#watch(this.socket);
     await new Promise<void>((resolve, reject) => {
       this.socket.once('secureConnect', resolve);
@@ -137,17 +148,13 @@ class Connection {
 }
 
 /** Greeting, STARTTLS when configured, then the capabilities that count (read over TLS unless plain). */
-async function establish(
-  conn: Connection,
-  settings: ImapSettings,
-  tls: ImapTlsOptions,
-): Promise<Set<string>> {
+async function establish(conn: Connection, settings: ImapSettings, tls: TlsOptions): Promise<Set<string>> {
   let caps = await conn.greet();
   if (settings.security === 'starttls') {
     caps ??= await conn.capability();
     // contract §5: STARTTLS is required, never opportunistic.
     if (!caps.has('STARTTLS')) throw new ImapProtocolError('STARTTLS not offered');
-    await conn.startTls(settings, tls);
+    await conn.startTls(tls);
     // RFC 9051 §6.2.1: capabilities learned before TLS are discarded and read again.
     caps = await conn.capability();
   }
@@ -159,7 +166,7 @@ async function establish(
 /** Opens a connection, runs `work` within the one deadline, and always destroys the socket. */
 async function withConnection<T>(
   settings: ImapSettings,
-  tls: ImapTlsOptions,
+  tls: TlsOptions,
   work: (conn: Connection) => Promise<T>,
   failed: (failure: LoginFailure, reason: string) => T,
 ): Promise<T> {
@@ -192,7 +199,7 @@ async function withConnection<T>(
  */
 export function verifyImapLogin(
   settings: ImapSettings,
-  tls: ImapTlsOptions,
+  tls: TlsOptions,
   username: string,
   password: string,
   clientIp: string,
@@ -233,7 +240,7 @@ export function verifyImapLogin(
  * Probes the IMAP server without credentials (contract §5, §6): connect, TLS, greeting,
  * capabilities (after STARTTLS when required), login not disabled; within the one deadline.
  */
-export function probeImapServer(settings: ImapSettings, tls: ImapTlsOptions): Promise<ProbeResult> {
+export function probeImapServer(settings: ImapSettings, tls: TlsOptions): Promise<ProbeResult> {
   return withConnection<ProbeResult>(
     settings,
     tls,

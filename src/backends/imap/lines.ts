@@ -5,8 +5,8 @@
 // charset tables worth ~33 MiB) that do not bound what a hostile server sends. Also here: the
 // errors that end an attempt and their failure classes.
 import type { Socket } from 'node:net';
+import type { LoginFailure } from '../authenticator.ts';
 import { tlsFailure } from '../tls.ts';
-import type { LoginFailure } from './authenticator.ts';
 
 /** RFC 9051 §4 does not bound a line; 8 KiB holds any greeting, CAPABILITY or login answer. */
 export const MAX_LINE_BYTES = 8192;

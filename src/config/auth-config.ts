@@ -1,40 +1,28 @@
 // Which backends log people in (contract §8): `AUTH_BACKENDS` over the IMAP_* and LDAP_* settings,
 // or `AUTH_CONFIG=FILE`, a JSON file validated against docs/auth-config.schema.json at start-up
-// (an invalid file stops start-up naming the path of the bad entry, as an import does, §4).
+// (an invalid file stops start-up naming the path of the bad entry, as an import does, §4). Each
+// rule of a backend's settings is decided here once, for the environment and the file alike, and
+// the result is the backends' own option types (backends/build.ts), which take nothing else.
 import { existsSync, readFileSync } from 'node:fs';
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
-import { ConfigError, isLoopbackHost } from '../config/error.ts';
-import type { BackendKind } from './authenticator.ts';
-import type { LdapSecurity, LdapSettings } from './ldap/authenticator.ts';
+import type { BackendKind } from '../backends/authenticator.ts';
+import type { BackendSpec } from '../backends/build.ts';
+import type { ImapSettings } from '../backends/imap/client.ts';
+import type { LdapSecurity, LdapSettings } from '../backends/ldap/authenticator.ts';
+import { ConfigError, isLoopbackHost } from './error.ts';
 
-export type ImapSecurity = 'tls' | 'starttls' | 'plain';
+type ImapSecurity = ImapSettings['security'];
 
 /** IMAP settings of one backend; `host` null only from the environment (the CLI runs without it). */
-export interface ImapSpecSettings {
+export type ConfiguredImap = Omit<ImapSettings, 'host'> & {
   readonly host: string | null;
-  readonly port: number;
-  readonly security: ImapSecurity;
   readonly allowPlaintext: boolean;
-  readonly caFile: string | null;
-  readonly timeoutMs: number;
-  readonly maxConcurrency: number;
-  readonly queueLimit: number;
-  readonly forwardClientIp: boolean;
-}
+};
 
-export type BackendSpec =
-  | {
-      readonly kind: 'imap';
-      readonly name: string;
-      readonly domains: readonly string[] | null;
-      readonly imap: ImapSpecSettings;
-    }
-  | {
-      readonly kind: 'ldap';
-      readonly name: string;
-      readonly domains: readonly string[] | null;
-      readonly ldap: LdapSettings;
-    };
+/** A backend as configured: a BackendSpec, but an IMAP host may still be missing (servingBackends). */
+export type ConfiguredBackend =
+  | (Omit<Extract<BackendSpec, { kind: 'imap' }>, 'imap'> & { readonly imap: ConfiguredImap })
+  | Extract<BackendSpec, { kind: 'ldap' }>;
 
 export const AUTH_CONFIG_SCHEMA_PATH = new URL('../../docs/auth-config.schema.json', import.meta.url);
 
@@ -54,8 +42,69 @@ export interface RawLdap {
   queueLimit?: number;
 }
 
+/** The IMAP fields before defaults and cross-checks (from the environment or the file). */
+export interface RawImap {
+  host?: string;
+  port?: number;
+  security?: ImapSecurity;
+  allowPlaintext?: boolean;
+  caFile?: string;
+  timeoutMs?: number;
+  maxConcurrency?: number;
+  queueLimit?: number;
+  forwardClientIp?: boolean;
+}
+
 /** Throws the ConfigError that names `field` the way the operator wrote it. */
 export type Refuse = (field: string, message: string) => never;
+
+/** contract §6, §8: a password in clear over the network is a misconfiguration unless asked for by name. */
+function refusePlaintext(host: string, allowed: boolean | undefined, refuse: Refuse): void {
+  if (isLoopbackHost(host) || allowed === true) return;
+  refuse(
+    'security',
+    `plain sends passwords in clear; allowed only to a loopback host unless plain text is allowed explicitly (host "${host}")`,
+  );
+}
+
+/**
+ * Defaults and the rules of an IMAP server's settings: the port follows the security, plain text
+ * only to loopback unless allowed, the client's address forwarded only inside TLS (contract §5).
+ */
+export function imapSettings(raw: RawImap, refuse: Refuse): ConfiguredImap {
+  const security = raw.security ?? 'tls';
+  const host = raw.host ?? null;
+  if (security === 'plain' && host !== null) refusePlaintext(host, raw.allowPlaintext, refuse);
+  // contract §5: the ID command is sent after STARTTLS too, never in clear.
+  if (raw.forwardClientIp === true && security === 'plain') {
+    refuse('forwardClientIp', 'needs TLS (tls or starttls): the address travels only inside TLS');
+  }
+  return {
+    host,
+    port: raw.port ?? (security === 'tls' ? 993 : 143),
+    security,
+    allowPlaintext: raw.allowPlaintext ?? false,
+    caFile: existingFile(raw.caFile, (message) => refuse('caFile', message)),
+    timeoutMs: raw.timeoutMs ?? 5000,
+    maxConcurrency: raw.maxConcurrency ?? 32,
+    queueLimit: raw.queueLimit ?? 1000,
+    forwardClientIp: raw.forwardClientIp ?? false,
+  };
+}
+
+/**
+ * The backends as serving needs them: every IMAP server has a host (contract §8: IMAP_HOST is needed
+ * only when the environment's IMAP server is asked; the admin CLI runs without it). The one place
+ * that rule is decided.
+ */
+export function servingBackends(backends: readonly ConfiguredBackend[]): BackendSpec[] {
+  return backends.map((spec): BackendSpec => {
+    if (spec.kind === 'ldap') return spec;
+    const { host } = spec.imap;
+    if (host === null) throw new ConfigError('IMAP_HOST', 'required: the IMAP server that checks passwords');
+    return { ...spec, imap: { ...spec.imap, host } };
+  });
+}
 
 /**
  * Defaults and the rules a schema cannot say: the security matches the URL, plain text only to
@@ -82,13 +131,7 @@ export function ldapSettings(raw: RawLdap, refuse: Refuse): LdapSettings {
   if (implicit !== (security === 'tls')) {
     refuse('security', `${security} needs an ${implicit ? 'ldap' : 'ldaps'}:// URL`);
   }
-  // contract §8: a password in clear over the network is a misconfiguration unless asked for by name.
-  if (security === 'plain' && !isLoopbackHost(url.hostname) && raw.allowPlaintext !== true) {
-    refuse(
-      'security',
-      `plain sends passwords in clear; allowed only to a loopback host unless plain text is allowed explicitly (host "${url.hostname}")`,
-    );
-  }
+  if (security === 'plain') refusePlaintext(url.hostname, raw.allowPlaintext, refuse);
   const direct = raw.userDn !== undefined;
   if (direct === (raw.bindDn !== undefined)) {
     refuse('userDn', 'set either a user DN template (direct bind) or a bind DN (search, then bind)');
@@ -158,17 +201,15 @@ function validate(document: unknown): ErrorObject[] {
   return (validator.errors ?? []).filter((e) => e.keyword !== 'if' && e.keyword !== 'oneOf');
 }
 
-type FileEntry = RawLdap & {
-  kind: BackendKind;
-  name: string;
-  domains?: string[];
-  host?: string;
-  port?: number;
-  forwardClientIp?: boolean;
-};
+type FileEntry = RawLdap &
+  RawImap & {
+    kind: BackendKind;
+    name: string;
+    domains?: string[];
+  };
 
 /** Reads and validates the AUTH_CONFIG file; throws ConfigError naming the file and the bad entry. */
-export function readAuthConfig(file: string): BackendSpec[] {
+export function readAuthConfig(file: string): ConfiguredBackend[] {
   const refuseAt = (path: string, message: string): never => {
     throw new ConfigError('AUTH_CONFIG', `${file}: ${path}: ${message}`);
   };
@@ -185,37 +226,14 @@ export function readAuthConfig(file: string): BackendSpec[] {
   }
   const entries = (document as { backends: FileEntry[] }).backends;
   const names = new Set<string>();
-  return entries.map((entry, index): BackendSpec => {
+  return entries.map((entry, index): ConfiguredBackend => {
     const at: Refuse = (field, message) => refuseAt(`backends[${index}].${field}`, message);
     if (names.has(entry.name)) at('name', `"${entry.name}" is used twice`);
     names.add(entry.name);
     const domains = entry.domains ?? null;
     if (entry.kind === 'ldap')
       return { kind: 'ldap', name: entry.name, domains, ldap: ldapSettings(entry, at) };
-    const security = entry.security ?? 'tls';
-    const host = entry.host ?? '';
-    if (security === 'plain' && !isLoopbackHost(host) && entry.allowPlaintext !== true) {
-      at('security', `plain sends passwords in clear; allowed only to a loopback host (host "${host}")`);
-    }
-    // contract §5: the client's address travels only inside TLS (sent after STARTTLS too).
-    if (entry.forwardClientIp === true && security === 'plain') {
-      at('forwardClientIp', 'needs TLS (tls or starttls): the address travels only inside TLS');
-    }
-    return {
-      kind: 'imap',
-      name: entry.name,
-      domains,
-      imap: {
-        host,
-        port: entry.port ?? (security === 'tls' ? 993 : 143),
-        security,
-        allowPlaintext: entry.allowPlaintext ?? false,
-        caFile: existingFile(entry.caFile, (message) => at('caFile', message)),
-        timeoutMs: entry.timeoutMs ?? 5000,
-        maxConcurrency: entry.maxConcurrency ?? 32,
-        queueLimit: entry.queueLimit ?? 1000,
-        forwardClientIp: entry.forwardClientIp ?? false,
-      },
-    };
+    // The schema requires an IMAP entry's host.
+    return { kind: 'imap', name: entry.name, domains, imap: imapSettings(entry, at) };
   });
 }

@@ -1,8 +1,6 @@
-// Readiness probe of the IMAP server (contract §6): the protocol is client.ts's
-// probeImapServer; here, the cache that keeps /readyz from hammering the mail server.
-import type { ProbeResult } from './client.ts';
-
-export type { ProbeResult };
+// Readiness probes (contract §6, §8): the protocol is each backend's (imap/client.ts's
+// probeImapServer, ldap's probeLdap); here, the cache that keeps /readyz from hammering a server.
+import type { ProbeResult } from './authenticator.ts';
 
 /**
  * A probe cached for `ttlMs` and shared by concurrent callers, so readiness checks cannot hammer

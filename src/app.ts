@@ -1,0 +1,172 @@
+// The composition root: the one place where the parts are built and wired. From the settings it
+// opens the stores, builds the backends, the domain objects (sessions, the throttle, the login
+// procedure) and the HTTP edge, and declares the routes on it. Every layer below takes plain options
+// and the objects it needs; none of them reads a setting or builds a neighbour.
+import type { Logger } from 'pino';
+import { LoginProcedure } from './auth/login.ts';
+import { Sessions, sharedSecret } from './auth/sessions.ts';
+import { LoginThrottle } from './auth/throttle.ts';
+import { findingText, migrateUsernames } from './auth/username-migration.ts';
+import type { Authenticator } from './backends/authenticator.ts';
+import { createAuthenticator } from './backends/build.ts';
+import type { ImapAuthenticatorOptions } from './backends/imap/authenticator.ts';
+import { servingBackends } from './config/auth-config.ts';
+import type { Config } from './config/config.ts';
+import { createEdge } from './http/edge.ts';
+import { sessionHooks } from './http/session.ts';
+import { registerWebClient } from './http/web.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
+import { registerAuthRoutes } from './routes/auth.ts';
+import { registerGroupRoutes } from './routes/groups.ts';
+import { registerOps, registerSchemaRoute } from './routes/ops.ts';
+import { registerSessionRoutes } from './routes/sessions.ts';
+import { openStores } from './store/open.ts';
+import type { Stores } from './store/types.ts';
+
+/** How long a readiness answer about a backend is reused (contract §6: probes cannot hammer it). */
+export const READY_PROBE_TTL_MS = 5000;
+
+export interface AppDeps {
+  readonly config: Config;
+  readonly logger: Logger;
+  /** The stores; when absent they are opened from the settings (and closed with the app). */
+  readonly stores?: Stores;
+  /** Open the stores migrated (default true; a cluster's workers leave it to the primary). */
+  readonly migrate?: boolean;
+  /** The authenticator; when absent, the configured backends in order (contract §8). */
+  readonly authenticator?: Authenticator;
+  /** Seams of the IMAP backends built here (tests script the login, the clock, the timing). */
+  readonly imap?: ImapAuthenticatorOptions;
+  /** Made here when absent. */
+  readonly metrics?: Metrics;
+  /** Injectable clock (tests move time to expire sessions and throttle windows). */
+  readonly now?: () => number;
+  /** How a refused login waits out its delay (default a timer; tests record the delay). */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** The clock a refused login's delay is measured on, in ms (default `performance.now`). */
+  readonly loginNow?: () => number;
+}
+
+export interface App {
+  readonly fastify: import('fastify').FastifyInstance;
+  readonly stores: Stores;
+  readonly authenticator: Authenticator;
+  readonly sessions: Sessions;
+  readonly throttle: LoginThrottle;
+  readonly metrics: Metrics;
+  /** Closes the HTTP edge, then what the app opened itself (stores, backends). */
+  close(): Promise<void>;
+}
+
+/** Opens the stores of the settings, migrated (stored usernames included, contract §3) unless told not to. */
+async function openConfiguredStores(config: Config, logger: Logger, migrate: boolean): Promise<Stores> {
+  const stores = await openStores(config, {
+    migrate,
+    // The stores reconnect by themselves; a broken idle connection is only worth a warning.
+    onError: (store, err) => logger.warn({ store, err }, 'store connection error'),
+  });
+  if (!migrate) return stores;
+  try {
+    for (const finding of await migrateUsernames(stores, config.usernameCase))
+      logger.warn({ username: finding.username, outcome: finding.outcome }, findingText(finding, true));
+  } catch (err) {
+    await stores.close();
+    throw err;
+  }
+  return stores;
+}
+
+/** Builds the service; call `fastify.listen` (or `inject`) on the result, and `close` at the end. */
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const { config, logger } = deps;
+  const now = deps.now ?? Date.now;
+  const metrics = deps.metrics ?? createMetrics();
+  const stores = deps.stores ?? (await openConfiguredStores(config, logger, deps.migrate !== false));
+  const authenticator =
+    deps.authenticator ??
+    createAuthenticator(servingBackends(config.auth.backends), {
+      probeTtlMs: READY_PROBE_TTL_MS,
+      imap: deps.imap,
+      observe: (backend, result, seconds) => {
+        if (backend.kind === 'imap') metrics.observeImap(result, seconds);
+        metrics.observeBackend(backend.name, result, seconds);
+      },
+    });
+  const closeOwned = async () => {
+    if (deps.stores === undefined) await stores.close();
+    if (deps.authenticator === undefined) await authenticator.close?.();
+  };
+  try {
+    // Handles of sessions (contract §9) are keyed by the same secret as the throttle: one per database.
+    const secret = await sharedSecret(config.secretKey, stores);
+    const sessions = new Sessions(stores.sessions, now, {
+      secret,
+      onError: (err) => logger.warn({ err }, 'recording last_seen failed'),
+    });
+    const throttle = new LoginThrottle(stores.throttle, config.throttle, secret, now);
+    const login = new LoginProcedure({
+      users: stores.users,
+      sessions,
+      throttle,
+      authenticator,
+      allowNewUsers: config.allowNewUsers,
+      failureDelayMs: config.authFailureDelayMs,
+      sleep: deps.sleep,
+      now: deps.loginNow,
+    });
+
+    const { fastify, endpoint } = await createEdge({
+      logger,
+      metrics,
+      trustedOrigins: config.trustedOrigins,
+      allowedHosts: config.allowedHosts,
+      trustProxy: config.trustProxy,
+      accessLog: config.accessLog,
+      headersTimeoutMs: config.http.headersTimeoutMs,
+      requestTimeoutMs: config.http.requestTimeoutMs,
+      keepAliveTimeoutMs: config.http.keepAliveTimeoutMs,
+      atOnce: stores.atOnce ?? ((work) => work()),
+    });
+    const hooks = sessionHooks(fastify, sessions);
+    const cookies = { cookieSecure: config.cookieSecure, trustedOrigins: config.trustedOrigins };
+    registerAuthRoutes(endpoint, {
+      ...cookies,
+      usernameCase: config.usernameCase,
+      sessions,
+      hooks,
+      login,
+      metrics,
+    });
+    registerSessionRoutes(endpoint, { ...cookies, sessions, hooks });
+    registerGroupRoutes(endpoint, { hooks, sessions, groups: stores.groups });
+    registerSchemaRoute(fastify, endpoint);
+    registerWebClient(fastify);
+    registerOps(fastify, {
+      stores,
+      // contract §8: every backend probed without credentials, by name (a test's may have none).
+      backends: authenticator.readiness?.bind(authenticator) ?? (async () => ({})),
+      metrics: config.metricsPort === null ? metrics : null,
+    });
+    // The last sightings are written before the stores close.
+    fastify.addHook('onClose', () => sessions.close());
+    metrics.setSources({
+      imap: () => authenticator.stats(),
+      activeSessions: () => stores.sessions.countActive(now()),
+    });
+    return {
+      fastify,
+      stores,
+      authenticator,
+      sessions,
+      throttle,
+      metrics,
+      async close() {
+        await fastify.close();
+        await closeOwned();
+      },
+    };
+  } catch (err) {
+    await closeOwned();
+    throw err;
+  }
+}
