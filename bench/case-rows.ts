@@ -120,7 +120,7 @@ export function failureText(failures: Record<string, number>): string {
 }
 
 /** Issue 14: a server's peak RSS stays within 60 MiB of its baseline's, per serving process. */
-export const HEADROOM_MIB = 60;
+const HEADROOM_MIB = 60;
 
 export function memoryVerdict(peak: number, baselinePeak: number, processes = 1): Verdict {
   const limit = baselinePeak + HEADROOM_MIB * MIB * processes;

@@ -111,7 +111,7 @@ export async function alternate(
 }
 
 /** Warm-up of both, then `rounds` rounds of reference-then-subject; ratios subject / reference. */
-export async function compare(
+async function compare(
   reference: Contender,
   subject: Contender,
   schedule: Schedule,

@@ -100,7 +100,7 @@ export function machineTicks(): [number, number] {
  * Polls the resident memory of servers and their workers while they run, keeping the peak of the
  * sum (VmHWM per process is also read at the end, but peaks of different processes need not coincide).
  */
-export class RssSampler {
+class RssSampler {
   readonly #pids: readonly number[];
   readonly #timer: NodeJS.Timeout;
   /** Largest sum of VmRSS seen, with its breakdown. */

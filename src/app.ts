@@ -13,9 +13,9 @@ import type { ImapAuthenticatorOptions } from './backends/imap/authenticator.ts'
 import { servingBackends } from './config/auth-config.ts';
 import type { Config } from './config/config.ts';
 import { createEdge } from './http/edge.ts';
+import { createMetrics, type Metrics } from './http/metrics.ts';
 import { sessionHooks } from './http/session.ts';
 import { registerWebClient } from './http/web.ts';
-import { createMetrics, type Metrics } from './metrics.ts';
 import { registerAuthRoutes } from './routes/auth.ts';
 import { registerGroupRoutes } from './routes/groups.ts';
 import { registerOps, registerSchemaRoute } from './routes/ops.ts';
@@ -24,7 +24,7 @@ import { openStores } from './store/open.ts';
 import type { Stores } from './store/types.ts';
 
 /** How long a readiness answer about a backend is reused (contract §6: probes cannot hammer it). */
-export const READY_PROBE_TTL_MS = 5000;
+const READY_PROBE_TTL_MS = 5000;
 
 export interface AppDeps {
   readonly config: Config;

@@ -3,7 +3,7 @@ import { type DestinationStream, type Logger, pino } from 'pino';
 import type { LogLevel } from './config/config.ts';
 
 /** Paths pino blanks out, whatever a log call passes in. */
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'password',
   '*.password',
   'req.headers.cookie',

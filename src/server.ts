@@ -4,7 +4,7 @@ import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import type { Config } from './config/config.ts';
-import { createMetrics, serveMetrics } from './metrics.ts';
+import { createMetrics, serveMetrics } from './http/metrics.ts';
 
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
 

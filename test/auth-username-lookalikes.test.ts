@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
+import type { UsernameCase } from '../src/auth/username.ts';
 import { canonicalUsername } from '../src/auth/username.ts';
-import type { UsernameCase } from '../src/config/config.ts';
 
 /** Each allowed character with the other code points that look like it, for one profile. */
 function lookAlikes(usernameCase: UsernameCase): Map<string, string[]> {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import client from 'prom-client';
-import { createMetrics, registerDefaultMetrics } from '../src/metrics.ts';
+import { createMetrics, registerDefaultMetrics } from '../src/http/metrics.ts';
 
 /** The metric names a registry exposes. */
 async function names(registry: client.Registry): Promise<Set<string>> {

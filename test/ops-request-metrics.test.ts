@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import client from 'prom-client';
-import { requestMetrics } from '../src/request-metrics.ts';
+import { requestMetrics } from '../src/http/request-metrics.ts';
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const NAMES = { total: 'x_requests_total', duration: 'x_request_duration_seconds' };

@@ -11,11 +11,10 @@ export const CSRF_MAX_AGE_SECONDS = 31_449_600;
 const LOWER_ALNUM = 'abcdefghijklmnopqrstuvwxyz0123456789';
 const MIXED_ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const SESSION_ID_PATTERN = /^[a-z0-9]{32}$/;
-const CSRF_TOKEN_PATTERN = /^[A-Za-z0-9]{32}$/;
 /** contract §9: a user keeps at most this many live sessions; a login beyond ends the oldest. */
-export const MAX_SESSIONS_PER_USER = 100;
+const MAX_SESSIONS_PER_USER = 100;
 /** contract §9: the user agent is kept cut at this many characters. */
-export const USER_AGENT_MAX_LENGTH = 256;
+const USER_AGENT_MAX_LENGTH = 256;
 const HANDLE_PATTERN = /^[0-9a-f]{32}$/;
 
 /** Where a login came from (contract §9): the client address as the audit line has it, and the UA. */
@@ -69,13 +68,8 @@ export function newCsrfToken(): string {
 }
 
 /** True when a cookie value could be a session id at all; anything else never reaches the store. */
-export function isWellFormedSessionId(value: string | undefined): value is string {
+function isWellFormedSessionId(value: string | undefined): value is string {
   return value !== undefined && SESSION_ID_PATTERN.test(value);
-}
-
-/** True when a cookie value is shaped like a CSRF token. */
-export function isWellFormedCsrfToken(value: string | undefined): value is string {
-  return value !== undefined && CSRF_TOKEN_PATTERN.test(value);
 }
 
 /** What the store keeps instead of the id: its SHA-256 (one-shot crypto.hash: no Hash object per call). */
@@ -87,7 +81,7 @@ export function hashSessionId(id: string): Buffer {
  * The session cache's key of an id: the hex of its hash, computed straight to a string (a Buffer
  * per request costs three times as much, in the hash and in the garbage collector; issue 14).
  */
-export function sessionKey(id: string): string {
+function sessionKey(id: string): string {
   return hash('sha256', id, 'hex');
 }
 

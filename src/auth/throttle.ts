@@ -18,13 +18,13 @@ export interface ThrottleSettings {
 }
 
 /** How long an address that logged in as a user stays exempt from that user's lock. */
-export const KNOWN_CLIENT_TTL_MS = 30 * 24 * 3600 * 1000;
+const KNOWN_CLIENT_TTL_MS = 30 * 24 * 3600 * 1000;
 
 /**
  * Added to the longest verification to bound how long a guess stays in flight: the store calls
  * around it (each bounded by the stores' own timeouts). Only a crashed process ever needs the bound.
  */
-export const GUESS_TTL_MARGIN_MS = 30_000;
+const GUESS_TTL_MARGIN_MS = 30_000;
 
 /** An admitted attempt, in flight until `settle`: counted under its username and its client's key. */
 export interface AdmittedGuess {

@@ -11,7 +11,7 @@ import { canonicalUsername, usernameProfile } from './username.ts';
  * What the database records its names were brought to: the profile and the Unicode version, so a
  * change of USERNAME_CASE, or an engine with newer Unicode data, brings them again.
  */
-export function profileTag(usernameCase: UsernameCase): string {
+function profileTag(usernameCase: UsernameCase): string {
   return `${usernameProfile(usernameCase)}, Unicode ${process.versions.unicode}`;
 }
 

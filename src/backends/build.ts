@@ -15,7 +15,7 @@ import { backendTls } from './tls.ts';
  * directories answer invalidCredentials without a deliberate delay (OpenLDAP, Active Directory), so
  * about a connection, a TLS handshake and a bind.
  */
-export const LDAP_REFUSAL_SEED_MS = 100;
+const LDAP_REFUSAL_SEED_MS = 100;
 
 /** One backend to build: its kind's settings, its name, and the mail domains it serves (null: all). */
 export type BackendSpec =

@@ -24,7 +24,7 @@ export type ConfiguredBackend =
   | (Omit<Extract<BackendSpec, { kind: 'imap' }>, 'imap'> & { readonly imap: ConfiguredImap })
   | Extract<BackendSpec, { kind: 'ldap' }>;
 
-export const AUTH_CONFIG_SCHEMA_PATH = new URL('../../docs/auth-config.schema.json', import.meta.url);
+const AUTH_CONFIG_SCHEMA_PATH = new URL('../../docs/auth-config.schema.json', import.meta.url);
 
 /** The LDAP fields before defaults and cross-checks (from the environment or the file). */
 export interface RawLdap {

@@ -15,8 +15,8 @@ import {
 import { ConfigError } from './error.ts';
 import { type LogLevel, SETTINGS, type TrustProxy, type UsernameCase } from './settings.ts';
 
-export { ConfigError, isLoopbackHost } from './error.ts';
-export type { ImapSecurity, LogLevel, TrustProxy, UsernameCase } from './settings.ts';
+export { ConfigError } from './error.ts';
+export type { LogLevel } from './settings.ts';
 
 export interface Config {
   readonly host: string;
@@ -89,7 +89,7 @@ export function environmentWithDotenv(env: Env = process.env, dotenvPath = '.env
 }
 
 /** The settings of the table parsed from `env` (surrounding white space trimmed, empty = unset). */
-export function parseSettings(env: Env): CleanedSettings {
+function parseSettings(env: Env): CleanedSettings {
   const trimmed: Record<string, string> = {};
   for (const name of Object.keys(SETTINGS)) {
     const value = env[name]?.trim();
@@ -169,7 +169,7 @@ function backendsFromEnvironment(s: CleanedSettings, imap: ConfiguredImap): Conf
   });
 }
 
-export type CleanedSettings = ReturnType<typeof cleanSettings>;
+type CleanedSettings = ReturnType<typeof cleanSettings>;
 // Only for its type: what customCleanEnv returns for SETTINGS.
 const cleanSettings = (env: Record<string, string>) => customCleanEnv(env, SETTINGS, (cleaned) => cleaned);
 

@@ -7,7 +7,7 @@ import { isLoopbackHost } from './error.ts';
 import { presentSetting, settingRows } from './settings.ts';
 
 /** One backend as `config check` shows it (contract §8): kind, domains and settings, secrets masked. */
-export function presentBackend(spec: ConfiguredBackend): Record<string, unknown> {
+function presentBackend(spec: ConfiguredBackend): Record<string, unknown> {
   const settings: Record<string, unknown> =
     spec.kind === 'imap'
       ? { ...spec.imap }

@@ -16,7 +16,7 @@ export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' |
 export type TrustProxy = boolean | number | string[];
 
 /** How `config check` prints a value: as is, a URL with its password masked, or only `***`. */
-export type Secrecy = 'url' | 'value';
+type Secrecy = 'url' | 'value';
 
 export interface Presentation {
   /** What the README says for the default, and the report for an unset optional setting. */

@@ -22,14 +22,7 @@ import {
   type UsernameCase,
 } from './settings-parsers.ts';
 
-export type {
-  BackendKindSetting,
-  ImapSecurity,
-  LdapSecurity,
-  LogLevel,
-  TrustProxy,
-  UsernameCase,
-} from './settings-parsers.ts';
+export type { LogLevel, TrustProxy, UsernameCase } from './settings-parsers.ts';
 
 /** The settings, in the order the README and the report list them. */
 export const SETTINGS = {
@@ -228,13 +221,13 @@ export function settingRows(): [SettingName, Row][] {
 }
 
 /** A parsed value as an operator would write it. */
-export function formatValue(value: unknown): string {
+function formatValue(value: unknown): string {
   if (Array.isArray(value)) return value.join(',');
   return String(value);
 }
 
 /** A URL with its password replaced by `***`. */
-export function maskUrl(url: string): string {
+function maskUrl(url: string): string {
   return url.replace(/^([a-z]+:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
 }
 

@@ -7,7 +7,7 @@
 const HOST = /^([a-z0-9.-]+|\[[a-f0-9]*:[a-f0-9.:]+\])(:[0-9]+)?$/;
 
 /** The domain part of a Host header, lower-cased, without port or trailing dot; '' when malformed. */
-export function hostDomain(host: string | undefined): string {
+function hostDomain(host: string | undefined): string {
   const match = HOST.exec((host ?? '').toLowerCase());
   const domain = match?.[1] ?? '';
   return domain.endsWith('.') ? domain.slice(0, -1) : domain;

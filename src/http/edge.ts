@@ -13,8 +13,6 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import { API_ERRORS, ApiError } from '../errors.ts';
-import type { Metrics } from '../metrics.ts';
-import { OPENAPI_INFO } from '../schemas.ts';
 import { logArrival, logCompletion } from './access-log.ts';
 import { hasOneHost, hostAllowed, isProbePath } from './allowed-hosts.ts';
 import { clientErrorHandler } from './client-errors.ts';
@@ -22,12 +20,14 @@ import { BODY_LIMIT_BYTES, installContentTypes } from './content-types.ts';
 import { apiEndpoints, type DeclareEndpoint, routeLabel, supportEveryMethod } from './endpoints.ts';
 import { frameworkErrorsHandler, installErrorHandling } from './errors.ts';
 import { responseHeaders } from './headers.ts';
+import type { Metrics } from './metrics.ts';
 import { nodeServerFactory } from './node-server.ts';
 import { FastRoutes, rawReads } from './raw-reads.ts';
 import { requestId } from './request-id.ts';
+import { OPENAPI_INFO } from './schemas.ts';
 
 /** `true`, a hop count, or the proxy addresses/CIDRs whose forwarded headers are believed. */
-export type TrustProxy = boolean | number | string | readonly string[];
+type TrustProxy = boolean | number | string | readonly string[];
 
 export interface EdgeOptions {
   readonly logger: Logger;

@@ -18,10 +18,10 @@ import type {
   RouteHandlerMethod,
 } from 'fastify';
 import { methodNotAllowed } from '../errors.ts';
-import { SCHEMAS } from '../schemas.ts';
 import { isTrustedPreflight, preflightHeaders } from './cors.ts';
 import { sendJson } from './headers.ts';
 import type { FastRead, FastRoutes } from './raw-reads.ts';
+import { SCHEMAS } from './schemas.ts';
 
 type Handler<G extends RouteGenericInterface> = RouteHandlerMethod<
   RawServerDefault,
@@ -30,7 +30,7 @@ type Handler<G extends RouteGenericInterface> = RouteHandlerMethod<
   G
 >;
 
-export interface RouteOptions {
+interface RouteOptions {
   /** Shapes the response and is what /api/schema publishes. */
   readonly schema: FastifySchema;
   /** Runs after the body is read, before the handler (requireSession, readSession: http/session.ts). */
@@ -38,7 +38,7 @@ export interface RouteOptions {
 }
 
 /** What a route module declares on an endpoint. */
-export interface EndpointRoutes {
+interface EndpointRoutes {
   get<G extends RouteGenericInterface = RouteGenericInterface>(
     options: RouteOptions,
     handler: Handler<G>,
@@ -53,7 +53,7 @@ export interface EndpointRoutes {
   ): void;
 }
 
-export interface EndpointOptions {
+interface EndpointOptions {
   /** The Fastify path; a trailing slash is the same endpoint (routerOptions.ignoreTrailingSlash). */
   readonly url: string;
   /** Name in the OPTIONS body. */

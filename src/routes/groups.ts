@@ -7,8 +7,8 @@ import { groupDetail, groupDetailJson, myGroups, myGroupsJson, parseGroupId } fr
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import type { FastAnswer, FastRequest } from '../http/raw-reads.ts';
+import { SCHEMAS } from '../http/schemas.ts';
 import { caller, type SessionHooks } from '../http/session.ts';
-import { SCHEMAS } from '../schemas.ts';
 import type { GroupStore } from '../store/types.ts';
 
 export interface GroupRouteDeps {

@@ -4,8 +4,8 @@ import type { FastifyInstance } from 'fastify';
 import { StoreUnavailableError } from '../errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
-import type { Metrics } from '../metrics.ts';
-import { SCHEMAS } from '../schemas.ts';
+import type { Metrics } from '../http/metrics.ts';
+import { SCHEMAS } from '../http/schemas.ts';
 import type { Stores } from '../store/types.ts';
 
 export interface OpsDeps {
@@ -20,7 +20,7 @@ export interface OpsDeps {
 const READY_RETRY_AFTER_SECONDS = 5;
 
 /** What each part answers: "ok" or why not. */
-export async function readiness(deps: Pick<OpsDeps, 'stores' | 'backends'>): Promise<Record<string, string>> {
+async function readiness(deps: Pick<OpsDeps, 'stores' | 'backends'>): Promise<Record<string, string>> {
   const stores = deps.stores.ping().then(
     () => 'ok',
     (err: unknown) => (err instanceof StoreUnavailableError ? `${err.store} unavailable` : 'unavailable'),

@@ -8,8 +8,8 @@ import { API_ERRORS, ApiError } from '../errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import { clearSessionHeaders, csrfGuard, loggedOut } from '../http/route-helpers.ts';
+import { SCHEMAS } from '../http/schemas.ts';
 import { caller, type SessionHooks } from '../http/session.ts';
-import { SCHEMAS } from '../schemas.ts';
 
 export interface SessionRouteDeps {
   readonly cookieSecure: boolean;

@@ -41,7 +41,7 @@ export type ApiResult<T> =
     };
 
 /** The `csrftoken` cookie, read fresh each time: login rotates it (contract §2). */
-export function csrfToken(): string | null {
+function csrfToken(): string | null {
   for (const pair of document.cookie.split(';')) {
     const [name, ...value] = pair.trim().split('=');
     if (name === 'csrftoken') return decodeURIComponent(value.join('='));

@@ -25,18 +25,18 @@ export function memberStatusLabel(status: MemberStatus | number): string {
 }
 
 /** "45 seconds", "1 minute", "15 minutes": whole minutes, rounded up, from a minute on. */
-export function waitTime(seconds: number): string {
+function waitTime(seconds: number): string {
   if (seconds < 60) return seconds === 1 ? '1 second' : `${seconds} seconds`;
   const minutes = Math.ceil(seconds / 60);
   return minutes === 1 ? '1 minute' : `${minutes} minutes`;
 }
 
 /** True when the failure means the service (or the way to it) is down rather than the request wrong. */
-export function isUnavailable(failure: Failure): boolean {
+function isUnavailable(failure: Failure): boolean {
   return failure.status === 0 || failure.status === 502 || failure.status === 503 || failure.status === 504;
 }
 
-export const UNAVAILABLE_TEXT = 'The service is unavailable right now. Please try again in a moment.';
+const UNAVAILABLE_TEXT = 'The service is unavailable right now. Please try again in a moment.';
 
 /** The sentence a failed login shows (contract §3, §7). */
 export function loginErrorText(failure: Failure): string {

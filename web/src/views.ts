@@ -11,7 +11,7 @@ export interface LoginFailure {
 }
 
 /** What the login form does with credentials: resolves to the failure, or null once signed in. */
-export type SubmitLogin = (username: string, password: string) => Promise<LoginFailure | null>;
+type SubmitLogin = (username: string, password: string) => Promise<LoginFailure | null>;
 
 export interface LoginOptions {
   /** A calm status line above the form (signed out, session ended). */

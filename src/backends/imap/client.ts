@@ -23,7 +23,7 @@ export interface ImapSettings {
 }
 
 /** Untagged responses one command may draw: a login sees a handful (CAPABILITY, ID, ALERTs). */
-export const MAX_UNTAGGED_PER_COMMAND = 64;
+const MAX_UNTAGGED_PER_COMMAND = 64;
 /** LOGOUT is best effort: flushed, never waited for beyond this. */
 const LOGOUT_FLUSH_MS = 100;
 

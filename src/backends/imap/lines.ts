@@ -11,9 +11,9 @@ import { tlsFailure } from '../tls.ts';
 /** RFC 9051 §4 does not bound a line; 8 KiB holds any greeting, CAPABILITY or login answer. */
 export const MAX_LINE_BYTES = 8192;
 /** A literal in a server answer (`{n}`) is never needed for a login; a small one is skipped. */
-export const MAX_LITERAL_BYTES = 8192;
+const MAX_LITERAL_BYTES = 8192;
 /** Responses received and not yet read: a login reads a few; a flood is out of protocol. */
-export const MAX_QUEUED_RESPONSES = 256;
+const MAX_QUEUED_RESPONSES = 256;
 
 /** The server broke the protocol (or a bound): `upstream_misconfigured`, never a success. */
 export class ImapProtocolError extends Error {
@@ -34,7 +34,7 @@ export type ImapResponse =
 const LITERAL_AT_END = /\{([0-9]+)\}$/;
 
 /** Classifies a complete response line (RFC 9051 §2.2.2). */
-export function parseResponse(line: string): ImapResponse {
+function parseResponse(line: string): ImapResponse {
   if (line === '+' || line.startsWith('+ ')) return { kind: 'continuation', text: line.slice(2) };
   if (line.startsWith('* ')) return { kind: 'untagged', text: line.slice(2) };
   const space = line.indexOf(' ');

@@ -4,11 +4,11 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import client from 'prom-client';
-import type { LoginFailure, VerifyResult } from './backends/authenticator.ts';
-import { API_ERRORS } from './errors.ts';
+import type { LoginFailure, VerifyResult } from '../backends/authenticator.ts';
+import { API_ERRORS } from '../errors.ts';
 import { requestMetrics } from './request-metrics.ts';
 
-export type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';
+type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';
 
 export interface Metrics {
   readonly registry: client.Registry;
@@ -24,14 +24,14 @@ export interface Metrics {
   setSources(sources: MetricSources): void;
 }
 
-export interface MetricSources {
+interface MetricSources {
   readonly imap: () => { active: number; queued: number; breaker: string };
   /** Live sessions; called at most once per SESSIONS_GAUGE_TTL_MS. */
   readonly activeSessions: () => Promise<number>;
 }
 
 /** The active-sessions gauge counts rows; at a million sessions that is worth caching. */
-export const SESSIONS_GAUGE_TTL_MS = 15_000;
+const SESSIONS_GAUGE_TTL_MS = 15_000;
 
 const BREAKER_STATES: Record<string, number> = { closed: 0, half_open: 1, open: 2 };
 

@@ -1,9 +1,9 @@
 // JSON schemas of the API (contract §3). Fastify uses them on the routes (response serialization,
 // request description) and @fastify/swagger turns the same objects into /api/schema (OpenAPI 3.1).
 import type { FastifySchema } from 'fastify';
-import { PASSWORD_MAX_LENGTH } from './auth/credentials.ts';
-import { API_ERROR_TEMPLATES, API_ERRORS } from './errors.ts';
-import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from './store/limits.ts';
+import { PASSWORD_MAX_LENGTH } from '../auth/credentials.ts';
+import { API_ERROR_TEMPLATES, API_ERRORS } from '../errors.ts';
+import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from '../store/limits.ts';
 
 const detail = (example: string) => ({
   type: 'object',
