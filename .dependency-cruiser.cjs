@@ -61,8 +61,8 @@ module.exports = {
     below(
       'config-below-app',
       '^src/config/',
-      `^src/(routes|http)/|^src/app\\.ts$|${TOP}`,
-      'config/ may name the option types of the layers it configures, nothing above them.',
+      `^src/app\\.ts$|${TOP}`,
+      'config/ names the option types of the layers it configures (the rules above keep them from reading it).',
     ),
     below(
       'app-below-entry-points',

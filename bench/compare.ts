@@ -109,14 +109,3 @@ export async function alternate(
   }
   return sides.map((side, k) => ({ label: side.label, rounds: rounds[k]! }));
 }
-
-/** Warm-up of both, then `rounds` rounds of reference-then-subject; ratios subject / reference. */
-async function compare(
-  reference: Contender,
-  subject: Contender,
-  schedule: Schedule,
-  log: (line: string) => void,
-): Promise<Comparison> {
-  const [a, b] = (await alternate([reference, subject], schedule, log)) as [Side, Side];
-  return { reference: a, subject: b, ratios: ratiosOf(b, a) };
-}

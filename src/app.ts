@@ -116,19 +116,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     });
 
     const { fastify, endpoint } = await createEdge({
+      ...config.http,
       logger,
       metrics,
-      trustedOrigins: config.trustedOrigins,
-      allowedHosts: config.allowedHosts,
-      trustProxy: config.trustProxy,
-      accessLog: config.accessLog,
-      headersTimeoutMs: config.http.headersTimeoutMs,
-      requestTimeoutMs: config.http.requestTimeoutMs,
-      keepAliveTimeoutMs: config.http.keepAliveTimeoutMs,
       atOnce: stores.atOnce ?? ((work) => work()),
     });
     const hooks = sessionHooks(fastify, sessions);
-    const cookies = { cookieSecure: config.cookieSecure, trustedOrigins: config.trustedOrigins };
+    const cookies = { cookieSecure: config.http.cookieSecure, trustedOrigins: config.http.trustedOrigins };
     registerAuthRoutes(endpoint, {
       ...cookies,
       usernameCase: config.usernameCase,

@@ -57,9 +57,10 @@ describe('the Host match (Django validate_host)', () => {
 
 describe('ALLOWED_HOSTS setting', () => {
   test('parsed as a lower-cased list; unset is null', () => {
-    assert.equal(loadConfig({}).allowedHosts, null);
+    assert.equal(loadConfig({}).http.allowedHosts, null);
     assert.deepEqual(
-      loadConfig({ ALLOWED_HOSTS: ' Club.Example.org , .example.NET,[::1],* , fqdn.example. ' }).allowedHosts,
+      loadConfig({ ALLOWED_HOSTS: ' Club.Example.org , .example.NET,[::1],* , fqdn.example. ' }).http
+        .allowedHosts,
       ['club.example.org', '.example.net', '[::1]', '*', 'fqdn.example'],
     );
   });

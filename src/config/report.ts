@@ -53,25 +53,25 @@ export function configReport(config: Config): {
     );
   }
   const publicListener = !isLoopbackHost(config.host);
-  if (!config.cookieSecure && config.trustProxy !== false) {
+  if (!config.http.cookieSecure && config.http.trustProxy !== false) {
     warnings.push(
       'COOKIE_SECURE=false behind a proxy: cookies are Secure only when the proxy sends X-Forwarded-Proto: https; set COOKIE_SECURE=true if clients always use TLS.',
     );
-  } else if (!config.cookieSecure && publicListener) {
+  } else if (!config.http.cookieSecure && publicListener) {
     warnings.push(
       `HOST=${config.host} without TLS in front: session cookies travel in clear. Put a TLS proxy in front and set COOKIE_SECURE=true.`,
     );
   }
-  if (publicListener && config.trustProxy === false) {
+  if (publicListener && config.http.trustProxy === false) {
     warnings.push(
       'TRUST_PROXY is off on a public listener: behind a proxy, every client would share the proxy address (throttling, audit log).',
     );
   }
-  for (const origin of config.trustedOrigins) {
+  for (const origin of config.http.trustedOrigins) {
     if (origin.startsWith('http://'))
       warnings.push(`TRUSTED_ORIGINS has ${origin}: a plain-HTTP origin may send credentialed requests.`);
   }
-  if (config.allowedHosts === null && publicListener) {
+  if (config.http.allowedHosts === null && publicListener) {
     warnings.push(
       `ALLOWED_HOSTS is not set on HOST=${config.host}: any Host header is served, so a page on a rebound DNS name can drive logins from a visitor's browser. List the names clients use.`,
     );

@@ -22,7 +22,7 @@ import {
   type UsernameCase,
 } from './settings-parsers.ts';
 
-export type { LogLevel, TrustProxy, UsernameCase } from './settings-parsers.ts';
+export type { LogLevel, UsernameCase } from './settings-parsers.ts';
 
 /** The settings, in the order the README and the report list them. */
 export const SETTINGS = {
