@@ -1,0 +1,307 @@
+// Issue 22, defect 1: an on-path attacker in front of the real slapd (test/helpers/ldap-relay.ts),
+// with LDAP_URL=ldap://… and required StartTLS. Bytes appended behind the plaintext StartTLS answer
+// must never count once TLS is up (contract §8, the CVE-2011-0411 class): a forged BindResponse
+// prefix that the server's real invalidCredentials would complete inside TLS, a whole forged
+// success, half of one, one byte, for the next bind's message id, id 1 and id 0. Each ends as
+// `upstream_misconfigured` at once (not at the deadline, where it would be `upstream_unavailable`
+// and free to retry), with nothing left open. A stripped StartTLS never sends the password in
+// clear. Through the HTTP API on every store: 403, no session, the audit line's class. And the
+// relay that only relays changes nothing: the right password still logs in.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { VerifyResult } from '../src/backends/authenticator.ts';
+import { createAuthenticator } from '../src/backends/build.ts';
+import { type LdapSettings, ldapLoginOnce, probeLdap } from '../src/backends/ldap/authenticator.ts';
+import { backendTls } from '../src/backends/tls.ts';
+import { loadConfig } from '../src/config/config.ts';
+import { loginAs, startTestApp, type TestApp } from './helpers/app.ts';
+import { bindResponse, FrameSplitter, OP } from './helpers/ldap-ber.ts';
+import { type LdapRelay, type LdapRelayOptions, startLdapRelay } from './helpers/ldap-relay.ts';
+import { referenceTimer } from './helpers/reference-timer.ts';
+import {
+  directoryUser,
+  PEOPLE_DN,
+  SERVICE_DN,
+  SERVICE_PASSWORD,
+  type Slapd,
+  startSlapd,
+} from './helpers/slapd.ts';
+import { describeEachStore, STORES } from './helpers/stores.ts';
+
+// The deadline of every trick that must be caught as what it is: long, so that a loaded machine
+// never turns a quick refusal into a timeout (whose reason would say so).
+const PATIENT_TIMEOUT_MS = 30_000;
+// The deadline of a trick only the deadline can end (a swallowed StartTLS request).
+const STALL_TIMEOUT_MS = 1500;
+const SLACK_MS = 2500;
+const INJECTED = 'plaintext injected behind the StartTLS answer';
+
+/** slapd's BindResponse(invalidCredentials) is 14 bytes (30 0c 02 01 id 61 07 0a 01 31 04 00 04 00). */
+const REAL_ANSWER_BYTES = 14;
+
+/**
+ * The defect's exploit: the start of a BindResponse(success) whose outer length also covers the
+ * server's real answer, so that answer, arriving inside TLS, completes the forged message.
+ */
+function forgedPrefix(id: number): Buffer {
+  const whole = bindResponse(id, 0);
+  return Buffer.concat([Buffer.from([0x30, whole.length - 2 + REAL_ANSWER_BYTES]), whole.subarray(2)]);
+}
+
+interface Injection {
+  readonly name: string;
+  readonly inject: (startTlsId: number) => Buffer;
+}
+
+const INJECTIONS: readonly Injection[] = [
+  { name: 'a forged success prefix that the real answer completes', inject: (id) => forgedPrefix(id + 1) },
+  { name: "a whole forged success for the next bind's id", inject: (id) => bindResponse(id + 1, 0) },
+  { name: 'a whole forged success for id 1', inject: () => bindResponse(1, 0) },
+  { name: 'a whole forged success for id 0', inject: () => bindResponse(0, 0) },
+  { name: 'half of a forged success', inject: (id) => bindResponse(id + 1, 0).subarray(0, 7) },
+  { name: 'one byte', inject: () => Buffer.from([0x30]) },
+];
+
+let slapd: Slapd;
+before(async () => {
+  slapd = await startSlapd();
+});
+after(async () => {
+  await slapd?.stop();
+});
+
+function settingsAt(port: number, mode: 'direct' | 'search', timeoutMs: number): LdapSettings {
+  return {
+    url: `ldap://localhost:${port}`,
+    security: 'starttls',
+    allowPlaintext: false,
+    caFile: slapd.caFile,
+    userDn: mode === 'direct' ? `uid={username},${PEOPLE_DN}` : null,
+    bindDn: mode === 'search' ? SERVICE_DN : null,
+    bindPassword: mode === 'search' ? SERVICE_PASSWORD : null,
+    baseDn: mode === 'search' ? PEOPLE_DN : null,
+    userFilter: '(uid={username})',
+    timeoutMs,
+    maxConcurrency: 4,
+    queueLimit: 10,
+  };
+}
+
+const failureOf = (result: VerifyResult) => (result.ok ? 'ok' : result.failure);
+const reasonOf = (result: VerifyResult) => (result.ok ? '' : result.reason);
+
+/** One login through a fresh relay; resolves once the relay saw every connection closed. */
+async function throughRelay(
+  options: LdapRelayOptions,
+  mode: 'direct' | 'search',
+  timeoutMs: number,
+  username: string,
+  password: string,
+): Promise<{ result: VerifyResult; relay: LdapRelay; atDeadline: boolean }> {
+  const relay = await startLdapRelay(slapd.plainPort, options);
+  try {
+    const settings = settingsAt(relay.port, mode, timeoutMs);
+    const reference = referenceTimer(timeoutMs);
+    const result = await ldapLoginOnce(settings, backendTls('localhost', slapd.caFile), username, password);
+    const atDeadline = reference.fired;
+    reference.cancel();
+    await relay.drained(SLACK_MS);
+    return { result, relay, atDeadline };
+  } finally {
+    await relay.close();
+  }
+}
+
+describe('bytes injected behind the StartTLS answer never count after it', () => {
+  const alice = directoryUser('alice').password;
+  for (const injection of INJECTIONS) {
+    for (const mode of ['direct', 'search'] as const) {
+      for (const [who, username, password] of [
+        ['alice, wrong password', 'alice', 'not-alices-password'],
+        ['a user the directory does not have', 'mallory', 'anything'],
+        ['alice, right password', 'alice', alice],
+      ] as const) {
+        test(`${injection.name} (${mode} bind, ${who}): upstream_misconfigured at once, nothing open`, async () => {
+          const { result, relay, atDeadline } = await throughRelay(
+            { inject: injection.inject },
+            mode,
+            PATIENT_TIMEOUT_MS,
+            username,
+            password,
+          );
+          assert.deepEqual(result, { ok: false, failure: 'upstream_misconfigured', reason: INJECTED });
+          assert.equal(atDeadline, false, 'refused before the deadline');
+          assert.equal(relay.accepted, 1);
+          // Nothing but the StartTLS request went in clear, and nothing at all after the refusal.
+          assert.deepEqual(
+            relay.firstRequests.map((frame) => frame.op),
+            [OP.extendedRequest],
+          );
+          assert.ok(!relay.sent().includes(Buffer.from(password)), 'the password left in clear');
+        });
+      }
+    }
+  }
+
+  test('the probe meets the same refusal (readiness without credentials)', async () => {
+    const relay = await startLdapRelay(slapd.plainPort, { inject: (id) => forgedPrefix(id + 1) });
+    try {
+      for (const mode of ['direct', 'search'] as const) {
+        const settings = settingsAt(relay.port, mode, PATIENT_TIMEOUT_MS);
+        const probe = await probeLdap(settings, backendTls('localhost', slapd.caFile));
+        assert.deepEqual(probe, { ok: false, reason: `upstream_misconfigured: ${INJECTED}` });
+      }
+      await relay.drained(SLACK_MS);
+    } finally {
+      await relay.close();
+    }
+  });
+});
+
+/** TLS never came up: everything the client sent is plaintext, and holds no bind and no password. */
+function assertNoBindInClear(relay: LdapRelay, password: string): void {
+  const ops = new FrameSplitter().push(relay.sent()).map((frame) => frame.op);
+  assert.equal(ops[0], OP.extendedRequest);
+  // The StartTLS request, and at most a polite UnbindRequest: no BindRequest, no search.
+  assert.deepEqual(
+    ops.filter((op) => op !== OP.extendedRequest && op !== OP.unbindRequest),
+    [],
+  );
+  for (const secret of [password, SERVICE_PASSWORD]) {
+    assert.ok(!relay.sent().includes(Buffer.from(secret)), 'a password left in clear');
+  }
+}
+
+describe('a stripped StartTLS never sends a bind in clear', () => {
+  for (const code of [1, 2, 52, 53]) {
+    test(`StartTLS answered with result ${code} by the attacker: upstream_misconfigured, no bind sent`, async () => {
+      for (const mode of ['direct', 'search'] as const) {
+        const { result, relay, atDeadline } = await throughRelay(
+          { strip: { kind: 'refuse', code } },
+          mode,
+          PATIENT_TIMEOUT_MS,
+          'alice',
+          directoryUser('alice').password,
+        );
+        assert.deepEqual(result, {
+          ok: false,
+          failure: 'upstream_misconfigured',
+          reason: `StartTLS refused: LDAP result ${code}`,
+        });
+        assert.equal(atDeadline, false);
+        assertNoBindInClear(relay, directoryUser('alice').password);
+      }
+    });
+  }
+
+  test('StartTLS swallowed: upstream_unavailable at the deadline, no bind sent', async () => {
+    const { result, relay, atDeadline } = await throughRelay(
+      { strip: { kind: 'drop' } },
+      'search',
+      STALL_TIMEOUT_MS,
+      'alice',
+      directoryUser('alice').password,
+    );
+    assert.deepEqual(result, {
+      ok: false,
+      failure: 'upstream_unavailable',
+      reason: `no answer within ${STALL_TIMEOUT_MS} ms`,
+    });
+    assert.ok(atDeadline, 'gave up before the deadline');
+    assertNoBindInClear(relay, directoryUser('alice').password);
+  });
+});
+
+describe('a relay that only relays is harmless', () => {
+  test('the right password logs in through it, a wrong one is refused as such', async () => {
+    for (const mode of ['direct', 'search'] as const) {
+      const ok = await throughRelay({}, mode, PATIENT_TIMEOUT_MS, 'uma', directoryUser('uma').password);
+      assert.deepEqual(ok.result, { ok: true });
+      const wrong = await throughRelay({}, mode, PATIENT_TIMEOUT_MS, 'uma', 'wrong');
+      assert.equal(failureOf(wrong.result), 'bad_credentials', reasonOf(wrong.result));
+    }
+  });
+});
+
+function lastAudit(t: TestApp): { outcome?: string; failure?: string; reason?: string; backend?: string } {
+  const audits = t.logs.map((line) => JSON.parse(line)).filter((entry) => entry.audit === 'login');
+  return audits.at(-1) ?? {};
+}
+
+describeEachStore(
+  STORES,
+  'StartTLS injection through the login API (LDAP_URL=ldap://, direct bind)',
+  (store) => {
+    let relay: LdapRelay;
+    let control: LdapRelay;
+    let t: TestApp;
+    let harmless: TestApp;
+    const envFor = (port: number) => ({
+      AUTH_BACKENDS: 'ldap',
+      LDAP_URL: `ldap://localhost:${port}`,
+      LDAP_CA_FILE: slapd.caFile,
+      LDAP_USER_DN: `uid={username},${PEOPLE_DN}`,
+      LDAP_TIMEOUT_MS: String(PATIENT_TIMEOUT_MS),
+    });
+    const appAt = (port: number) => {
+      const env = envFor(port);
+      const authenticator = createAuthenticator(loadConfig(env).auth.backends, { probeTtlMs: 0 });
+      return startTestApp({ store, env, authenticator });
+    };
+    before(async () => {
+      relay = await startLdapRelay(slapd.plainPort, { inject: (id) => forgedPrefix(id + 1) });
+      control = await startLdapRelay(slapd.plainPort);
+      t = await appAt(relay.port);
+      harmless = await appAt(control.port);
+    });
+    after(async () => {
+      await t?.close();
+      await harmless?.close();
+      await relay?.close();
+      await control?.close();
+    });
+
+    for (const [who, username, password] of [
+      ['alice with a wrong password', 'alice', 'not-alices-password'],
+      ['a user the directory does not have', 'mallory', 'anything'],
+    ] as const) {
+      test(`${who}: 403, no session cookie, nothing stored, audited upstream_misconfigured`, async () => {
+        const { response, sessionid } = await loginAs(t.fastify, username, password);
+        assert.equal(response.statusCode, 403, JSON.stringify(lastAudit(t)));
+        assert.deepEqual(response.json(), { detail: 'Cannot log you in' });
+        assert.equal(sessionid, '');
+        assert.ok(!String(response.headers['set-cookie'] ?? '').includes('sessionid='));
+        assert.equal(await t.stores.sessions.countActive(Date.now()), 0);
+        const audit = lastAudit(t);
+        assert.deepEqual(
+          { outcome: audit.outcome, failure: audit.failure, reason: audit.reason, backend: audit.backend },
+          { outcome: 'failure', failure: 'upstream_misconfigured', reason: INJECTED, backend: 'ldap' },
+        );
+        await relay.drained(SLACK_MS);
+      });
+    }
+
+    test('/readyz is 503 and names the directory', async () => {
+      const ready = await t.fastify.inject({ url: '/readyz' });
+      assert.equal(ready.statusCode, 503);
+      assert.deepEqual(ready.json().failing, ['ldap']);
+      assert.equal(ready.json().checks.ldap, `upstream_misconfigured: ${INJECTED}`);
+      await relay.drained(SLACK_MS);
+    });
+
+    test('through a relay that only relays, the right password logs in', async () => {
+      const { response, sessionid } = await loginAs(
+        harmless.fastify,
+        'alice',
+        directoryUser('alice').password,
+      );
+      assert.equal(response.statusCode, 200, JSON.stringify(lastAudit(harmless)));
+      assert.equal(response.body, '"alice"');
+      assert.notEqual(sessionid, '');
+      const ready = await harmless.fastify.inject({ url: '/readyz' });
+      assert.equal(ready.statusCode, 200, ready.body);
+      await control.drained(SLACK_MS);
+    });
+  },
+);
