@@ -8,7 +8,8 @@ import type { Client } from 'ldapts';
 import type { LoginFailure, ProbeResult, VerifyResult } from '../authenticator.ts';
 import type { TlsOptions } from '../tls.ts';
 import { type LdapSecurity, withLdapConnection } from './connection.ts';
-import { classifyLdapError, LdapFailure } from './errors.ts';
+import { isUnderBase, parseDn } from './dn.ts';
+import { classifyLdapError, LdapFailure, outOfProtocol } from './errors.ts';
 import { escapeDnValue, escapeFilterValue, fillTemplate } from './escape.ts';
 
 export type { LdapSecurity };
@@ -47,13 +48,15 @@ async function bindServiceAccount(client: Client, settings: LdapSettings): Promi
   }
 }
 
-/** The DN to bind as: the template filled in, or the one entry the service account finds. */
+/** The DN to bind as: the template filled in, or the one entry under the base the service account finds. */
 async function findUserDn(
   client: Client,
   settings: LdapSettings,
   username: string,
 ): Promise<string | Failure> {
   if (settings.userDn !== null) return fillTemplate(settings.userDn, username, escapeDnValue);
+  const base = parseDn(settings.baseDn ?? '');
+  if (base === null) throw outOfProtocol('LDAP_BASE_DN is not a DN');
   await bindServiceAccount(client, settings);
   // References (RFC 4511 §4.5.3) are never an entry: they are not followed, and not counted (Active
   // Directory sends some for its partitions on any search from a domain root). A referral as the
@@ -69,6 +72,11 @@ async function findUserDn(
   const [entry, ...others] = searchEntries;
   if (entry === undefined) return refused('no entry matches');
   if (others.length > 0) return refused('several entries match');
+  // The entry must be where we asked: a DN outside the base is the directory (or whoever answers
+  // for it) steering our bind elsewhere, never a bind.
+  const dn = parseDn(entry.dn);
+  if (dn === null) throw outOfProtocol('the entry found has a DN that does not parse');
+  if (!isUnderBase(dn, base)) throw outOfProtocol('the entry found is not under LDAP_BASE_DN');
   return entry.dn;
 }
 
