@@ -84,6 +84,11 @@ export function searchResultEntry(id: number, dn: string): Buffer {
   return ldapMessage(id, tlv(OP.searchResultEntry, octets(0x04, dn), tlv(0x30)));
 }
 
+/** RFC 4511 §4.5.3: a SearchResultReference (continuation reference) to `uri`. */
+export function searchResultReference(id: number, uri: string): Buffer {
+  return ldapMessage(id, tlv(OP.searchResultReference, octets(0x04, uri)));
+}
+
 /** The parts of an envelope a relay needs: message id, protocolOp tag, and the whole bytes. */
 export interface Frame {
   readonly id: number;
