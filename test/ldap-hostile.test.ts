@@ -217,40 +217,45 @@ describe('a hostile directory (TLS-terminating, trusted certificate) in front of
   };
 
   for (const trick of TRICKS) {
-    test(`${trick.name}: 403 ${trick.failure}, in time, nothing open, no session`, async () => {
-      const server = await start(trick.server);
-      const t = await appFor(server.port, trick.mode, trick.server.starttls === true);
-      try {
-        const reference = referenceTimer(TIMEOUT_MS);
-        const { response, sessionid } = await loginAs(t.fastify, 'alice', PASSWORD);
-        const atDeadline = reference.fired;
-        reference.cancel();
-        assert.equal(response.statusCode, 403, JSON.stringify(lastAudit(t)));
-        assert.deepEqual(response.json(), { detail: 'Cannot log you in' });
-        assert.equal(sessionid, '');
-        assert.equal(await t.stores.sessions.countActive(Date.now()), 0);
-        const audit = lastAudit(t);
-        assert.equal(audit.failure, trick.failure, JSON.stringify(audit));
-        if (typeof trick.reason === 'string') assert.equal(audit.reason, trick.reason);
-        else assert.match(audit.reason ?? '', trick.reason);
-        assert.equal(audit.backend, 'ldap');
-        assert.equal(atDeadline, false, 'caught as what it is, not by the deadline');
-        if (trick.noUserBind === true) assert.deepEqual(server.binds(), [SERVICE_DN]);
-        await server.drained(SLACK_MS);
-        const ready = await t.fastify.inject({ url: '/readyz' });
-        if (trick.probe === true) {
-          assert.equal(ready.statusCode, 503, ready.body);
-          assert.deepEqual(ready.json().failing, ['ldap']);
-          assert.ok(ready.json().checks.ldap.startsWith(`${trick.failure}: `), ready.json().checks.ldap);
-        } else {
-          assert.equal(ready.statusCode, 200, ready.body);
+    for (const [whose, password] of [
+      ['right', PASSWORD],
+      ['wrong', 'not-alices-password'],
+    ] as const) {
+      test(`${trick.name} (${whose} password): 403 ${trick.failure}, in time, nothing open, no session`, async () => {
+        const server = await start(trick.server);
+        const t = await appFor(server.port, trick.mode, trick.server.starttls === true);
+        try {
+          const reference = referenceTimer(TIMEOUT_MS);
+          const { response, sessionid } = await loginAs(t.fastify, 'alice', password);
+          const atDeadline = reference.fired;
+          reference.cancel();
+          assert.equal(response.statusCode, 403, JSON.stringify(lastAudit(t)));
+          assert.deepEqual(response.json(), { detail: 'Cannot log you in' });
+          assert.equal(sessionid, '');
+          assert.equal(await t.stores.sessions.countActive(Date.now()), 0);
+          const audit = lastAudit(t);
+          assert.equal(audit.failure, trick.failure, JSON.stringify(audit));
+          if (typeof trick.reason === 'string') assert.equal(audit.reason, trick.reason);
+          else assert.match(audit.reason ?? '', trick.reason);
+          assert.equal(audit.backend, 'ldap');
+          assert.equal(atDeadline, false, 'caught as what it is, not by the deadline');
+          if (trick.noUserBind === true) assert.deepEqual(server.binds(), [SERVICE_DN]);
+          await server.drained(SLACK_MS);
+          const ready = await t.fastify.inject({ url: '/readyz' });
+          if (trick.probe === true) {
+            assert.equal(ready.statusCode, 503, ready.body);
+            assert.deepEqual(ready.json().failing, ['ldap']);
+            assert.ok(ready.json().checks.ldap.startsWith(`${trick.failure}: `), ready.json().checks.ldap);
+          } else {
+            assert.equal(ready.statusCode, 200, ready.body);
+          }
+          await server.drained(SLACK_MS);
+        } finally {
+          await t.close();
+          await server.close();
         }
-        await server.drained(SLACK_MS);
-      } finally {
-        await t.close();
-        await server.close();
-      }
-    });
+      });
+    }
   }
 
   for (const starttls of [false, true]) {

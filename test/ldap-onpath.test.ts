@@ -4,8 +4,9 @@
 // prefix that the server's real invalidCredentials would complete inside TLS, a whole forged
 // success, half of one, one byte, for the next bind's message id, id 1 and id 0. Each ends as
 // `upstream_misconfigured` at once (not at the deadline, where it would be `upstream_unavailable`
-// and free to retry), with nothing left open. A stripped StartTLS never sends the password in
-// clear. Through the HTTP API on every store: 403, no session, the audit line's class. And the
+// and free to retry), with nothing left open. A stripped StartTLS, or an answer to it forged by
+// the attacker (a refusal, another id or operation, a Notice of Disconnection, garbage), never
+// leads to a bind in clear. Through the HTTP API on every store: 403, no session, the audit line's class. And the
 // relay that only relays changes nothing: the right password still logs in.
 
 import assert from 'node:assert/strict';
@@ -16,7 +17,14 @@ import { type LdapSettings, ldapLoginOnce, probeLdap } from '../src/backends/lda
 import { backendTls } from '../src/backends/tls.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { loginAs, startTestApp, type TestApp } from './helpers/app.ts';
-import { bindResponse, FrameSplitter, OP } from './helpers/ldap-ber.ts';
+import {
+  bindResponse,
+  extendedResponse,
+  FrameSplitter,
+  noticeOfDisconnection,
+  OP,
+  STARTTLS_OID,
+} from './helpers/ldap-ber.ts';
 import { type LdapRelay, type LdapRelayOptions, startLdapRelay } from './helpers/ldap-relay.ts';
 import { referenceTimer } from './helpers/reference-timer.ts';
 import {
@@ -173,22 +181,71 @@ function assertNoBindInClear(relay: LdapRelay, password: string): void {
   }
 }
 
-describe('a stripped StartTLS never sends a bind in clear', () => {
-  for (const code of [1, 2, 52, 53]) {
-    test(`StartTLS answered with result ${code} by the attacker: upstream_misconfigured, no bind sent`, async () => {
+/** Answers an attacker gives to the StartTLS request in the server's place, and what they must end in. */
+const FORGED_STARTTLS_ANSWERS: readonly {
+  readonly name: string;
+  readonly answer: (id: number) => Buffer;
+  readonly failure: 'upstream_misconfigured' | 'upstream_unavailable';
+  readonly reason: string | RegExp;
+}[] = [
+  ...[1, 2, 52, 53].map((code) => ({
+    name: `result ${code}`,
+    answer: (id: number) => extendedResponse(id, code),
+    failure: 'upstream_misconfigured' as const,
+    reason: `StartTLS refused: LDAP result ${code}`,
+  })),
+  {
+    name: 'success for another message id',
+    answer: (id) => extendedResponse(id + 1, 0, STARTTLS_OID),
+    failure: 'upstream_misconfigured',
+    reason: /^StartTLS answered for message id \d+$/,
+  },
+  {
+    name: 'a BindResponse(success)',
+    answer: (id) => bindResponse(id, 0),
+    failure: 'upstream_misconfigured',
+    reason: 'StartTLS answered with protocolOp 0x61',
+  },
+  {
+    name: 'success naming another extended operation',
+    answer: (id) => extendedResponse(id, 0, '1.3.6.1.4.1.4203.1.11.3'),
+    failure: 'upstream_misconfigured',
+    reason: 'StartTLS answered for another extended operation',
+  },
+  {
+    name: 'a Notice of Disconnection',
+    answer: () => noticeOfDisconnection(),
+    failure: 'upstream_unavailable',
+    reason: 'Notice of Disconnection (LDAP result 52)',
+  },
+  {
+    name: 'a 2 GiB message announced',
+    answer: () => Buffer.from([0x30, 0x84, 0x7f, 0xff, 0xff, 0xff]),
+    failure: 'upstream_misconfigured',
+    reason: /^StartTLS answer: a message of \d+ bytes \(limit 65536\)$/,
+  },
+  {
+    name: 'garbage',
+    answer: () => Buffer.from('HTTP/1.1 200 OK\r\n\r\n'),
+    failure: 'upstream_misconfigured',
+    reason: 'StartTLS answer: a message that is not a SEQUENCE',
+  },
+];
+
+describe('a stripped or forged StartTLS answer never leads to a bind in clear', () => {
+  for (const forged of FORGED_STARTTLS_ANSWERS) {
+    test(`StartTLS answered by the attacker with ${forged.name}: ${forged.failure}, no bind sent`, async () => {
       for (const mode of ['direct', 'search'] as const) {
         const { result, relay, atDeadline } = await throughRelay(
-          { strip: { kind: 'refuse', code } },
+          { strip: { kind: 'answer', answer: forged.answer } },
           mode,
           PATIENT_TIMEOUT_MS,
           'alice',
           directoryUser('alice').password,
         );
-        assert.deepEqual(result, {
-          ok: false,
-          failure: 'upstream_misconfigured',
-          reason: `StartTLS refused: LDAP result ${code}`,
-        });
+        assert.equal(failureOf(result), forged.failure, reasonOf(result));
+        if (typeof forged.reason === 'string') assert.equal(reasonOf(result), forged.reason);
+        else assert.match(reasonOf(result), forged.reason);
         assert.equal(atDeadline, false);
         assertNoBindInClear(relay, directoryUser('alice').password);
       }

@@ -1,17 +1,17 @@
 // An on-path attacker between the service and a real slapd's ldap:// listener (issue 22, defect 1).
 // It sees the plaintext StartTLS exchange and can append bytes behind the server's StartTLS answer
-// (a forged BindResponse, whole or in part), or strip StartTLS (answer the request itself with an
-// error, or swallow it); every other byte is relayed untouched, TLS included, so the certificate
+// (a forged BindResponse, whole or in part), or strip StartTLS (answer the request itself: with an
+// error, a forged answer, or not at all); every other byte is relayed untouched, TLS included, so the certificate
 // the client sees is the real server's and verifies. It records what the client sent, so a test can
 // prove that nothing but the StartTLS request ever left in clear.
 import { once } from 'node:events';
 import net from 'node:net';
-import { extendedResponse, type Frame, FrameSplitter } from './ldap-ber.ts';
+import { type Frame, FrameSplitter } from './ldap-ber.ts';
 import { type SocketTracking, socketTracker } from './socket-tracker.ts';
 
 export type StartTlsStrip =
-  /** The relay answers the StartTLS request itself with this result code; slapd never sees it. */
-  | { readonly kind: 'refuse'; readonly code: number }
+  /** The relay answers the StartTLS request itself (given its message id); slapd never sees it. */
+  | { readonly kind: 'answer'; readonly answer: (startTlsId: number) => Buffer }
   /** The relay swallows the StartTLS request: nobody answers it. */
   | { readonly kind: 'drop' };
 
@@ -59,7 +59,7 @@ export async function startLdapRelay(targetPort: number, options: LdapRelayOptio
       first = frame;
       firstRequests.push(frame);
       const rest = request.rest();
-      if (options.strip?.kind === 'refuse') client.write(extendedResponse(frame.id, options.strip.code));
+      if (options.strip?.kind === 'answer') client.write(options.strip.answer(frame.id));
       if (options.strip === undefined) upstream.write(frame.bytes);
       if (rest.length > 0) upstream.write(rest);
     });
