@@ -16,6 +16,7 @@ import { createAuthenticator } from '../src/backends/build.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { makeTestCertificates, type TestCertificates } from './helpers/certs.ts';
+import { OP } from './helpers/ldap-ber.ts';
 import { type HostileLdapOptions, startHostileLdap } from './helpers/ldap-hostile.ts';
 import { referenceTimer } from './helpers/reference-timer.ts';
 import { recordSecrets } from './helpers/secrets.ts';
@@ -273,6 +274,9 @@ describe('a hostile directory (TLS-terminating, trusted certificate) in front of
           const ready = await t.fastify.inject({ url: '/readyz' });
           assert.equal(ready.statusCode, 200, ready.body);
           await server.drained(SLACK_MS);
+          // RFC 4511 §4.3: each of the three connections (two logins, one probe) ended with an unbind.
+          assert.equal(server.requests.filter((r) => r.op === OP.unbindRequest).length, server.accepted);
+          assert.equal(server.accepted, 3);
         } finally {
           await t.close();
           await server.close();

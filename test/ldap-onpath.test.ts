@@ -6,8 +6,8 @@
 // `upstream_misconfigured` at once (not at the deadline, where it would be `upstream_unavailable`
 // and free to retry), with nothing left open. A stripped StartTLS, or an answer to it forged by
 // the attacker (a refusal, another id or operation, a Notice of Disconnection, garbage), never
-// leads to a bind in clear. Through the HTTP API on every store: 403, no session, the audit line's class. And the
-// relay that only relays changes nothing: the right password still logs in.
+// leads to a bind in clear. Through the HTTP API on every store: 403, no session, the audit line's
+// class. And the relay that only relays changes nothing: the right password still logs in.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -11,6 +11,7 @@
 // half-read bytes instead of refusing them.
 import type { Socket } from 'node:net';
 import { type Duplex, duplexPair } from 'node:stream';
+import { UnbindRequest } from 'ldapts';
 import { FrameSplitter, NOTICE_OF_DISCONNECTION_OID, OP, readEnvelope, readResult } from './ber.ts';
 import { classifyLdapError, LdapFailure, outOfProtocol } from './errors.ts';
 
@@ -21,9 +22,14 @@ export interface FrameGuard {
   readonly ended: Promise<never>;
   /** The failure that ended the connection, once one did. */
   failure(): LdapFailure | null;
+  /** Ends a sound connection politely (an UnbindRequest, flushed within a bound), then destroys it. */
+  close(): Promise<void>;
   /** Destroys both ends and the socket. */
   destroy(): void;
 }
+
+/** UnbindRequest is best effort (RFC 4511 §4.3 has no answer): flushed, never waited for beyond this. */
+const UNBIND_FLUSH_MS = 100;
 
 interface Expected {
   /** Response types the request may draw. */
@@ -49,6 +55,9 @@ const ANSWERS: ReadonlyMap<number, Expected> = new Map([
 const RESULTS: readonly number[] = [OP.bindResponse, OP.searchResultDone, OP.extendedResponse];
 
 const hex = (tag: number) => `0x${tag.toString(16)}`;
+
+/** RFC 4511 §4.1.1: message ids run to 2^31 - 1. */
+const MAX_MESSAGE_ID = 2 ** 31 - 1;
 
 /** Wraps a connected (and, unless `plain`, secure) socket; ldapts gets `stream`. */
 export function guardFrames(socket: Socket): FrameGuard {
@@ -143,10 +152,31 @@ export function guardFrames(socket: Socket): FrameGuard {
     for (const frame of split.value) ours.write(frame);
   });
   socket.on('error', (err) => {
+    if (closing) return;
     const { failure, reason } = classifyLdapError(err);
     end(new LdapFailure(failure, reason));
   });
-  socket.on('close', () => end(new LdapFailure('upstream_unavailable', 'connection closed')));
+  socket.on('close', () => {
+    if (!closing) end(new LdapFailure('upstream_unavailable', 'connection closed'));
+  });
 
-  return { stream: theirs, ended, failure: () => failed, destroy };
+  /**
+   * RFC 4511 §4.3: the UnbindRequest, written here rather than by ldapts (whose unbind destroys its
+   * stream inside the write's own callback, an error object per login), then everything destroyed.
+   */
+  const close = async () => {
+    if (failed !== null || closing || socket.destroyed) return destroy();
+    closing = true;
+    const unbind = new UnbindRequest({ messageId: (highestSent % MAX_MESSAGE_ID) + 1 }).write();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, UNBIND_FLUSH_MS);
+      socket.end(unbind, () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    destroy();
+  };
+
+  return { stream: theirs, ended, failure: () => failed, close, destroy };
 }
