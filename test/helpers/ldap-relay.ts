@@ -6,8 +6,21 @@
 // prove that nothing but the StartTLS request ever left in clear.
 import { once } from 'node:events';
 import net from 'node:net';
-import { type Frame, FrameSplitter } from './ldap-ber.ts';
+import { bindResponse, type Frame, FrameSplitter } from './ldap-ber.ts';
 import { type SocketTracking, socketTracker } from './socket-tracker.ts';
+
+/** slapd's BindResponse(invalidCredentials) is 14 bytes (30 0c 02 01 id 61 07 0a 01 31 04 00 04 00). */
+const REAL_ANSWER_BYTES = 14;
+
+/**
+ * The defect's exploit: the start of a BindResponse(success) for message `id` whose outer length
+ * also covers the server's real 14-byte answer, so that answer, arriving inside TLS, completes the
+ * forged message for a parser that kept the start across the upgrade.
+ */
+export function forgedSuccessPrefix(id: number): Buffer {
+  const whole = bindResponse(id, 0);
+  return Buffer.concat([Buffer.from([0x30, whole.length - 2 + REAL_ANSWER_BYTES]), whole.subarray(2)]);
+}
 
 export type StartTlsStrip =
   /** The relay answers the StartTLS request itself (given its message id); slapd never sees it. */
