@@ -68,6 +68,9 @@ async function secureSocket(endpoint: LdapEndpoint, tls: TlsOptions, made: Socke
   }
   const raw = netConnect({ host, port });
   made.push(raw);
+  // Once TLS holds this socket its failures are read from the TLS socket; an 'error' event left
+  // without a listener here would end the process.
+  raw.on('error', () => undefined);
   await once(raw, 'connect', 'connection closed while connecting');
   if (endpoint.security === 'plain') return raw;
   const secure = await startTls(raw, tls.options());

@@ -19,9 +19,9 @@ import {
 import { LdapFailure, outOfProtocol } from './errors.ts';
 
 /** Our StartTLS request's message id; ldapts numbers its own requests from 2, after it. */
-export const STARTTLS_MESSAGE_ID = 1;
+const STARTTLS_MESSAGE_ID = 1;
 
-export const INJECTED_REASON = 'plaintext injected behind the StartTLS answer';
+const INJECTED_REASON = 'plaintext injected behind the StartTLS answer';
 
 /** RFC 4511 §4.14.1: ExtendedRequest { requestName 1.3.6.1.4.1.1466.20037 }, encoded by ldapts. */
 const REQUEST = new ExtendedRequest({ messageId: STARTTLS_MESSAGE_ID, oid: STARTTLS_OID }).write();
@@ -31,7 +31,7 @@ const REQUEST = new ExtendedRequest({ messageId: STARTTLS_MESSAGE_ID, oid: START
  * ExtendedResponse to our own request, `success`, and name StartTLS if it names anything (RFC 4511
  * §4.14.2). A Notice of Disconnection means the server is going away (§4.4.1).
  */
-export function refuseStartTlsAnswer(frame: Buffer): LdapFailure | null {
+function refuseStartTlsAnswer(frame: Buffer): LdapFailure | null {
   const envelope = readEnvelope(frame);
   if (!envelope.ok) return outOfProtocol(`malformed StartTLS answer: ${envelope.reason}`);
   const { id, op } = envelope.value;
