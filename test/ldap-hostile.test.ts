@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { LoginFailure } from '../src/backends/authenticator.ts';
 import { createAuthenticator } from '../src/backends/build.ts';
+import { servingBackends } from '../src/config/auth-config.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { makeTestCertificates, type TestCertificates } from './helpers/certs.ts';
@@ -213,7 +214,9 @@ describe('a hostile directory (TLS-terminating, trusted certificate) in front of
         ? { LDAP_USER_DN: `uid={username},${PEOPLE_DN}` }
         : { LDAP_BIND_DN: SERVICE_DN, LDAP_BIND_PASSWORD: SERVICE_PASSWORD, LDAP_BASE_DN: PEOPLE_DN }),
     };
-    const authenticator = createAuthenticator(loadConfig(env).auth.backends, { probeTtlMs: 0 });
+    const authenticator = createAuthenticator(servingBackends(loadConfig(env).auth.backends), {
+      probeTtlMs: 0,
+    });
     return startTestApp({ env, authenticator });
   };
 

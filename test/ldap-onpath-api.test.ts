@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createAuthenticator } from '../src/backends/build.ts';
+import { servingBackends } from '../src/config/auth-config.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { forgedSuccessPrefix, type LdapRelay, startLdapRelay } from './helpers/ldap-relay.ts';
@@ -50,7 +51,9 @@ describeEachStore(
     });
     const appAt = (port: number) => {
       const env = envFor(port);
-      const authenticator = createAuthenticator(loadConfig(env).auth.backends, { probeTtlMs: 0 });
+      const authenticator = createAuthenticator(servingBackends(loadConfig(env).auth.backends), {
+        probeTtlMs: 0,
+      });
       return startTestApp({ store, env, authenticator });
     };
     before(async () => {

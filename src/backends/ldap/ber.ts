@@ -27,7 +27,7 @@ export const NOTICE_OF_DISCONNECTION_OID = '1.3.6.1.4.1.1466.20036';
  * A login reads small messages (a bind answer, one entry with no attributes, the root DSE's
  * version); 64 KiB holds any of them with room for diagnostics and controls.
  */
-export const MAX_MESSAGE_BYTES = 64 * 1024;
+const MAX_MESSAGE_BYTES = 64 * 1024;
 
 /** RFC 4511 §4.1.1: MessageID ::= INTEGER (0 .. maxInt), maxInt 2^31 - 1. */
 const MAX_INT = 2 ** 31 - 1;
@@ -49,7 +49,7 @@ export interface Element {
  * Reads the header of the element at `at`, which must end by `limit`. 'incomplete' when the
  * bytes so far do not hold the whole header (only a stream reader may wait for more).
  */
-export function readHeader(buf: Uint8Array, at: number, limit: number): Parsed<Element> | 'incomplete' {
+function readHeader(buf: Uint8Array, at: number, limit: number): Parsed<Element> | 'incomplete' {
   if (at + 2 > limit) return 'incomplete';
   const tag = buf[at] ?? 0;
   // X.690 §8.1.2.4: a high tag number; no element of LDAP has one.
@@ -70,7 +70,7 @@ export function readHeader(buf: Uint8Array, at: number, limit: number): Parsed<E
 }
 
 /** The element at `at`, wholly inside `limit`. */
-export function readElement(buf: Uint8Array, at: number, limit: number): Parsed<Element> {
+function readElement(buf: Uint8Array, at: number, limit: number): Parsed<Element> {
   const header = readHeader(buf, at, limit);
   if (header === 'incomplete') return bad('a truncated element');
   if (header.ok && header.value.end > limit) return bad('an element longer than what holds it');
