@@ -29,6 +29,7 @@ const SUITES = [
   'store-outage',
   'api-wire',
   'backend-e2e',
+  'ldap-onpath-api',
 ].map((name) => join('test', `${name}.test.ts`));
 // On SQLite only: the suites that also run on other stores leave those describes out by name.
 const OTHER_STORES = storeDescribePattern(STORES.filter((store) => store.kind !== 'sqlite'));
