@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import { applyImport, validateImport } from '../src/groups/import.ts';
-import { ImportConflictError } from '../src/store/conflicts.ts';
+import { ImportConflictError } from '../src/store/errors.ts';
 import { openSqliteStores } from '../src/store/sqlite/store.ts';
 import type { Group, Stores } from '../src/store/types.ts';
 

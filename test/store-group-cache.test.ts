@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { ImportConflictError } from '../src/store/conflicts.ts';
+import { ImportConflictError } from '../src/store/errors.ts';
 import { sqlGroupStore } from '../src/store/sql/groups.ts';
 import { sqlUserStore } from '../src/store/sql/users.ts';
 import { type CommitWatch, unwatched, watchCommits } from '../src/store/sqlite/commit-watch.ts';

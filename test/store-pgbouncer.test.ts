@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import { loadConfig } from '../src/config/config.ts';
-import { StoreUnavailableError } from '../src/errors.ts';
+import { StoreUnavailableError } from '../src/store/errors.ts';
 import { openStores } from '../src/store/open.ts';
 import { query } from '../src/store/postgres/pool.ts';
 import { startPgBouncer, type TestPgBouncer } from './helpers/pgbouncer.ts';

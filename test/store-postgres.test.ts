@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { runCli } from '../src/cli/main.ts';
-import { StoreUnavailableError } from '../src/errors.ts';
+import { StoreUnavailableError } from '../src/store/errors.ts';
 import { openStores } from '../src/store/open.ts';
 import { isPostgresUnavailable, migratePostgres, query } from '../src/store/postgres/pool.ts';
 import { POSTGRES_GROUP_QUERIES } from '../src/store/postgres/store.ts';

@@ -3,7 +3,7 @@
 
 import { canonicalUsername, refusalText } from '../auth/username.ts';
 import type { UsernameCase } from '../config/config.ts';
-import type { ImportProblem } from '../store/conflicts.ts';
+import type { ImportProblem } from '../store/errors.ts';
 import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from '../store/limits.ts';
 import type { Group } from '../store/types.ts';
 

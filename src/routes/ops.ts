@@ -2,11 +2,11 @@
 // and /api/schema (the OpenAPI document of the route schemas).
 import type { FastifyInstance } from 'fastify';
 import type { ProbeResult } from '../backends/imap/probe.ts';
-import { StoreUnavailableError } from '../errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import type { Metrics } from '../metrics.ts';
 import { SCHEMAS } from '../schemas.ts';
+import { StoreUnavailableError } from '../store/errors.ts';
 import type { Stores } from '../store/types.ts';
 
 export interface OpsDeps {

@@ -3,7 +3,7 @@
 // the pool replaces broken connections by itself, so the service recovers without a restart.
 import type { ConnectionOptions } from 'node:tls';
 import pg from 'pg';
-import { StoreUnavailableError } from '../../errors.ts';
+import { StoreUnavailableError } from '../errors.ts';
 import { stepAsync } from '../sql/driver.ts';
 import { migrate } from '../sql/migrate.ts';
 import { onClient, POSTGRES_DIALECT } from './dialect.ts';

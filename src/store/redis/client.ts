@@ -2,7 +2,7 @@
 // the layout and the session store, throttle.ts the throttle store).
 import type { Redis } from 'ioredis';
 import { ReplyError } from 'ioredis';
-import { StoreUnavailableError } from '../../errors.ts';
+import { StoreUnavailableError } from '../errors.ts';
 import { SCRIPTS, type ScriptName } from './scripts.ts';
 
 // Server replies that mean "cannot answer now"; any other reply error is a bug and is rethrown.

@@ -16,7 +16,7 @@
 // data (a session's user), so this needs a standalone Redis or Sentinel, not Redis Cluster.
 // A stored expires_at is the truth (the caller's clock, as with SQL); TTLs only reclaim memory.
 import { Redis } from 'ioredis';
-import { StoreUnavailableError } from '../../errors.ts';
+import { StoreUnavailableError } from '../errors.ts';
 import type { SessionStore, StoredSession, ThrottleStore } from '../types.ts';
 import { defineScripts, type Keys, keys, mapped, type Scripts } from './client.ts';
 import { redisThrottleStore } from './throttle.ts';

@@ -1,7 +1,7 @@
 // The throttle counters in Redis (contract §3): the same facts as the SQL stores, as sorted sets and
 // hashes under the key layout described in redis.ts; writes touching several keys are Lua scripts.
 import type { Redis } from 'ioredis';
-import { StoreUnavailableError } from '../../errors.ts';
+import { StoreUnavailableError } from '../errors.ts';
 import type { ThrottleStore } from '../types.ts';
 import { isRedisUnavailable, type Keys, mapped, type Scripts } from './client.ts';
 

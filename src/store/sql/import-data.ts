@@ -1,7 +1,7 @@
 // The import of contract §4 on either SQL engine: one transaction, set-based statements (a big file
 // costs a handful of statements, not one per row), every conflict with what is stored named by
 // the entry's path, and nothing written unless there is none.
-import { CONFLICT, ImportConflictError, type ImportProblem } from '../conflicts.ts';
+import { CONFLICT, ImportConflictError, type ImportProblem } from '../errors.ts';
 import type { ImportData, Membership } from '../types.ts';
 import type { Column, Dialect, Row, Steps } from './driver.ts';
 

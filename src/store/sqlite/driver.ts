@@ -3,7 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
-import { StoreUnavailableError } from '../../errors.ts';
+import { StoreUnavailableError } from '../errors.ts';
 import {
   type Column,
   type Dialect,
