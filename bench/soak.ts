@@ -12,6 +12,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { loadConfig } from '../src/config/config.ts';
+import { storeOptions } from '../src/config/store-options.ts';
 import { applyImport } from '../src/groups/import.ts';
 import { openStores } from '../src/store/open.ts';
 import { type Dovecot, startDovecot, testUser } from '../test/helpers/dovecot.ts';
@@ -83,7 +84,7 @@ async function startSoakService(
     // Every load request comes from 127.0.0.1: the per-IP throttle must not count the load's logins.
     THROTTLE_IP_FAILURES: '1000000',
   };
-  const stores = await openStores(loadConfig(env));
+  const stores = await openStores(storeOptions(loadConfig(env)));
   const memberships = Array.from({ length: LOAD_USERS }, (_, i) =>
     [1, 2, 3].map((group) => ({ group, username: `user${String(i).padStart(3, '0')}`, status: 1 })),
   ).flat();

@@ -3,6 +3,7 @@
 // signs the same users in against a private OpenLDAP directory instead (search, then bind, LDAPS).
 import { readFileSync } from 'node:fs';
 import { environmentWithDotenv, loadConfig } from '../src/config/config.ts';
+import { storeOptions } from '../src/config/store-options.ts';
 import { applyImport } from '../src/groups/import.ts';
 import { createLogger } from '../src/logger.ts';
 import { startServer } from '../src/server.ts';
@@ -45,7 +46,7 @@ async function startBackend(): Promise<{ env: Record<string, string>; what: stri
 const backend = await startBackend();
 const config = loadConfig({ LOG_LEVEL: 'warn', ...environmentWithDotenv(), ...backend.env });
 
-const stores = await openStores(config);
+const stores = await openStores(storeOptions(config));
 const sample: unknown = JSON.parse(readFileSync(new URL('./demo-data.json', import.meta.url), 'utf8'));
 const imported = await applyImport(stores, sample, config.usernameCase);
 await stores.close();

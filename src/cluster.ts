@@ -6,6 +6,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { findingText, migrateUsernames } from './auth/username-migration.ts';
 import type { Config } from './config/config.ts';
+import { storeOptions } from './config/store-options.ts';
 import { serveClusterMetrics, serveMetrics } from './metrics.ts';
 import { migrateStores, openStores } from './store/open.ts';
 
@@ -23,10 +24,11 @@ const KILL_MARGIN_MS = 5000;
 export async function runPrimary(config: Config, logger: Logger): Promise<number> {
   try {
     // Once, before any worker opens the database (workers open it with migrate: false).
-    const applied = await migrateStores(config);
+    const options = storeOptions(config);
+    const applied = await migrateStores(options);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
     // contract §3: the stored usernames too, where the session store is open to end their sessions.
-    const stores = await openStores(config, { migrate: false });
+    const stores = await openStores(options, { migrate: false });
     try {
       for (const finding of await migrateUsernames(stores, config.usernameCase))
         logger.warn({ username: finding.username, outcome: finding.outcome }, findingText(finding, true));

@@ -5,6 +5,8 @@ import type { Logger } from 'pino';
 import { findingText, migrateUsernames } from './auth/username-migration.ts';
 import { createAuthenticator } from './backends/build.ts';
 import type { Config } from './config/config.ts';
+import { storeOptions } from './config/store-options.ts';
+import { GROUP_JSON } from './groups/json.ts';
 import { buildApp, READY_PROBE_TTL_MS } from './http/app.ts';
 import { createMetrics, serveMetrics } from './metrics.ts';
 import { openStores } from './store/open.ts';
@@ -26,10 +28,12 @@ export async function startServer(
   logger: Logger,
   options: { readonly migrate?: boolean } = {},
 ): Promise<RunningServer> {
-  const stores = await openStores(config, {
+  const stores = await openStores(storeOptions(config), {
     migrate: options.migrate,
     // The stores reconnect by themselves; a broken idle connection is only worth a warning.
     onError: (store, err) => logger.warn({ store, err }, 'store connection error'),
+    // The group answers this process serves, kept in memory where the store can (issue 14).
+    groupJson: GROUP_JSON,
   });
   if (options.migrate !== false) {
     try {

@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import { ConfigError, loadConfig } from '../src/config/config.ts';
 import { configReport } from '../src/config/report.ts';
+import { storeOptions } from '../src/config/store-options.ts';
 import { openStores } from '../src/store/open.ts';
 import type { Stores } from '../src/store/types.ts';
 import { startTestApp } from './helpers/app.ts';
@@ -53,7 +54,7 @@ const databaseUrl = (query: string, host = '127.0.0.1') => {
 };
 
 /** Opens the stores as the server does at start-up: settings parsed, then connected. */
-const open = (env: Record<string, string>) => openStores(loadConfig(env));
+const open = (env: Record<string, string>) => openStores(storeOptions(loadConfig(env)));
 
 async function withStores(env: Record<string, string>, work: (stores: Stores) => Promise<void>) {
   const stores = await open(env);

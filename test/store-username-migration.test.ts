@@ -8,6 +8,7 @@ import { hashSessionId, newSessionId } from '../src/auth/sessions.ts';
 import { migrateUsernames } from '../src/auth/username-migration.ts';
 import { runCli } from '../src/cli/main.ts';
 import { loadConfig } from '../src/config/config.ts';
+import { storeOptions } from '../src/config/store-options.ts';
 import { openStores } from '../src/store/open.ts';
 import type { Stores } from '../src/store/types.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
@@ -111,7 +112,7 @@ describeEachStore(STORES, 'the migration to canonical usernames', (store) => {
   test('is idempotent, runs again for another profile, and once when several processes start together', async () => {
     assert.deepEqual((await cli(t.storeEnv, 'migrate', '--json')).usernames, []);
     await seed(t.stores, ['Zoe']); // as an older version would have stored it
-    const others = await Promise.all([1, 2, 3].map(() => openStores(loadConfig(t.storeEnv))));
+    const others = await Promise.all([1, 2, 3].map(() => openStores(storeOptions(loadConfig(t.storeEnv)))));
     const once = async (usernameCase: 'lower' | 'preserve') => {
       const runs = await Promise.all(others.map((stores) => migrateUsernames(stores, usernameCase)));
       const done = runs.filter((findings) => findings.length > 0);

@@ -13,6 +13,7 @@ import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { buildWebClient, type WebBuild } from '../scripts/build-web.ts';
 import { loadConfig } from '../src/config/config.ts';
+import { storeOptions } from '../src/config/store-options.ts';
 import { applyImport } from '../src/groups/import.ts';
 import { NOT_BUILT_DETAIL, registerWebClient, WEB_CSP } from '../src/http/web.ts';
 import { createLogger } from '../src/logger.ts';
@@ -78,7 +79,7 @@ before(
       THROTTLE_USER_FAILURES: '2',
       LOG_LEVEL: 'warn',
     });
-    const stores = await openStores(config);
+    const stores = await openStores(storeOptions(config));
     try {
       const demo = JSON.parse(readFileSync(DEMO_DATA, 'utf8')) as Record<string, unknown[]>;
       const extra = {

@@ -5,6 +5,7 @@ import { Sessions, type SessionView, sharedSecret } from '../auth/sessions.ts';
 import { findingText, migrateUsernames } from '../auth/username-migration.ts';
 import { disableUser, enableUser, revokeSessions } from '../auth/users.ts';
 import { configReport } from '../config/report.ts';
+import { storeOptions } from '../config/store-options.ts';
 import { applyImport } from '../groups/import.ts';
 import { migrateStores } from '../store/open.ts';
 import type { Stores } from '../store/types.ts';
@@ -79,7 +80,7 @@ export const COMMANDS: readonly Command[] = [
       'Create or upgrade the database schema, and bring stored usernames to canonical form (the server also does this at start-up).',
     positionals: 0,
     async run(context) {
-      const applied = await migrateStores(context.config);
+      const applied = await migrateStores(storeOptions(context.config));
       // contract §3: every renamed, colliding or refused name is printed for the administrator.
       const usernames = await migrateUsernames(await context.stores(), context.config.usernameCase);
       const lines = [

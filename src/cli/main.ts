@@ -1,6 +1,7 @@
 // `clubhouse`, the admin command line (contract §6). Exit codes: 0 ok, 1 failure, 2 usage.
 import { parseArgs } from 'node:util';
 import { type Config, ConfigError, environmentWithDotenv, loadConfig } from '../config/config.ts';
+import { storeOptions } from '../config/store-options.ts';
 import { openStores } from '../store/open.ts';
 import type { Stores } from '../store/types.ts';
 import { type Command, CommandError, UsageError } from './command.ts';
@@ -106,7 +107,7 @@ export async function runCli(
         out: io.out,
         now: Date.now,
         stores: async () => {
-          stores ??= await openStores(config);
+          stores ??= await openStores(storeOptions(config));
           return stores;
         },
       },

@@ -2,6 +2,7 @@
 // that is not canonical under USERNAME_CASE's profile, until an administrator resolves it.
 import { findingText, storedCanonicalizer } from '../auth/username-migration.ts';
 import type { Config } from '../config/config.ts';
+import { storeOptions } from '../config/store-options.ts';
 import { openDatabase } from '../store/open.ts';
 import type { UsernameFinding } from '../store/types.ts';
 
@@ -17,7 +18,7 @@ export type UsernameReport =
 export async function storedUsernameReport(config: Config): Promise<UsernameReport> {
   let database: Awaited<ReturnType<typeof openDatabase>> = null;
   try {
-    database = await openDatabase(config, { migrate: false, existing: true });
+    database = await openDatabase(storeOptions(config), { migrate: false, existing: true });
     if (database === null) return { checked: true, findings: [] };
     return {
       checked: true,

@@ -9,9 +9,9 @@ import {
   type RawLdap,
   readAuthConfig,
 } from '../backends/auth-config.ts';
-import { parsePostgresTls } from '../store/postgres/url.ts';
-import { parseRedisTarget } from '../store/redis/url.ts';
 import { ConfigError, isLoopbackHost } from './error.ts';
+import { parsePostgresTls } from './postgres-url.ts';
+import { parseRedisTarget } from './redis-url.ts';
 import { type LogLevel, SETTINGS, type TrustProxy, type UsernameCase } from './settings.ts';
 
 export { ConfigError, isLoopbackHost } from './error.ts';

@@ -1,8 +1,9 @@
 // `clubhouse config check`: the effective settings with secrets masked, and what looks risky.
 import type { BackendSpec } from '../backends/auth-config.ts';
-import { storeTls } from '../store/open.ts';
+import { storeTls } from '../store/options.ts';
 import { type Config, isLoopbackHost } from './config.ts';
 import { presentSetting, settingRows } from './settings.ts';
+import { storeOptions } from './store-options.ts';
 
 /** One backend as `config check` shows it (contract §8): kind, domains and settings, secrets masked. */
 export function presentBackend(spec: BackendSpec): Record<string, unknown> {
@@ -23,7 +24,7 @@ export function configReport(config: Config): {
   const settings: Record<string, string> = {};
   for (const [name] of settingRows()) settings[name] = presentSetting(name, config.settings[name]);
   // issue 17: not settings but what they amount to, so an operator sees an unverified store.
-  const tls = storeTls(config);
+  const tls = storeTls(storeOptions(config));
   settings['(database TLS)'] = tls.database;
   settings['(sessions TLS)'] = tls.sessions;
   const warnings: string[] = [];

@@ -14,7 +14,7 @@ import { readCookies } from '../auth/cookies.ts';
 import type { Sessions } from '../auth/sessions.ts';
 import { parseGroupId } from '../groups/read.ts';
 import type { Metrics } from '../metrics.ts';
-import type { GroupCache } from '../store/types.ts';
+import type { GroupCache } from '../store/group-types.ts';
 import { logArrival, logCompletion } from './access-log.ts';
 import { hasOneHost } from './allowed-hosts.ts';
 import { JSON_CONTENT_TYPE, responseHeaderList } from './headers.ts';

@@ -5,7 +5,7 @@ import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import { caller, type SessionHooks } from '../http/session.ts';
 import { SCHEMAS } from '../schemas.ts';
-import type { GroupStore } from '../store/types.ts';
+import type { GroupStore } from '../store/group-types.ts';
 
 export interface GroupRouteDeps {
   readonly hooks: SessionHooks;

@@ -12,6 +12,8 @@ import {
   type VerifyResult,
 } from '../../src/backends/imap/authenticator.ts';
 import { type Config, loadConfig } from '../../src/config/config.ts';
+import { storeOptions } from '../../src/config/store-options.ts';
+import { GROUP_JSON } from '../../src/groups/json.ts';
 import { type App, buildApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { openStores } from '../../src/store/open.ts';
@@ -105,7 +107,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       storeEnv['SESSION_STORE'] = config.sessionStore;
       storeEnv['REDIS_KEY_PREFIX'] = config.redisKeyPrefix;
     }
-    const opened = await openStores(config);
+    // As the server opens them (server.ts): with the group answers it serves kept in memory.
+    const opened = await openStores(storeOptions(config), { groupJson: GROUP_JSON });
     stores = opened;
     const authenticator =
       options.authenticator ?? createImapAuthenticator(imapSettings(config), options.imap);

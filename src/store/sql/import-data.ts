@@ -2,7 +2,7 @@
 // costs a handful of statements, not one per row), every conflict with what is stored named by
 // the entry's path, and nothing written unless there is none.
 import { CONFLICT, ImportConflictError, type ImportProblem } from '../errors.ts';
-import type { ImportData, Membership } from '../types.ts';
+import type { ImportData, Membership } from '../group-types.ts';
 import type { Column, Dialect, Row, Steps } from './driver.ts';
 
 const ID_NAME: readonly Column[] = [
