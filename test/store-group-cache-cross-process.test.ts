@@ -1,4 +1,4 @@
-// Issue 14 (contract §3, as session-cache.test.ts does for §2): the group endpoints are answered from
+// Issue 14 (contract §3, as auth-session-cache.test.ts does for §2): the group endpoints are answered from
 // each process's memory on SQLite, yet a change made anywhere — another app on the same file, the
 // clubhouse command in this process or as a process of its own, an import — is seen by the very
 // next request in every process; so is a disabled user. Then the same under WORKERS=2: a real
@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { runCli } from '../src/cli/main.ts';
 import { applyImport } from '../src/groups/import.ts';
-import { hasGroupCache } from '../src/store/types.ts';
+import { hasGroupCache } from '../src/store/group-types.ts';
 import { dovecotEnv, fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { postLogin, startCluster, type TestCluster } from './helpers/cluster.ts';
 import { type Dovecot, startDovecot, testUser } from './helpers/dovecot.ts';
