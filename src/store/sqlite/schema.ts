@@ -79,7 +79,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     version: 3,
     name: 'session deletion log',
     sql: `
-      -- Every process keeps recent sessions in memory (sqlite-sessions.ts). A deletion of a live
+      -- Every process keeps recent sessions in memory (sqlite/sessions.ts). A deletion of a live
       -- session (logout, revoke, disable, rotation) is logged here, in the deleting transaction,
       -- so every other process evicts it before answering its next request.
       CREATE TABLE session_deletions (
