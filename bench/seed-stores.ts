@@ -1,13 +1,13 @@
 // Seeds the stores of the PostgreSQL + Redis case with the data bench/seed.ts puts in SQLite:
 // groups and memberships through the store's own import (set-based statements over unnest), and
-// the sessions straight into Redis in the session store's key layout (src/store/redis/store.ts),
+// the sessions straight into Redis in the session store's key layout (src/store/redis/scripts.ts),
 // a script and a ZADD per batch of 10 000.
 import { Redis } from 'ioredis';
 import { hashSessionId } from '../src/auth/sessions.ts';
+import { loadConfig } from '../src/config/config.ts';
 import { applyImport } from '../src/groups/import.ts';
 import { openStores } from '../src/store/open.ts';
-import { keys } from '../src/store/redis/client.ts';
-import { DEFAULT_KEY_PREFIX } from '../src/store/redis/store.ts';
+import { keys } from '../src/store/redis/scripts.ts';
 import {
   groupOf,
   groupsOf,
@@ -33,12 +33,7 @@ const WRITE_SESSIONS = `
 
 /** Imports `plan`'s groups, users and memberships into the (empty) PostgreSQL database `url`. */
 export async function seedPostgres(url: string, plan: SeedPlan): Promise<void> {
-  const stores = await openStores({
-    databaseUrl: url,
-    sessionStore: null,
-    sqliteBusyTimeoutMs: 5000,
-    redisKeyPrefix: DEFAULT_KEY_PREFIX,
-  });
+  const stores = await openStores(loadConfig({ DATABASE_URL: url }).store);
   try {
     const groups = Array.from({ length: plan.groups }, (_, i) => groupOf(i + 1));
     const memberships: { group: number; username: string; status: number }[] = [];
@@ -69,7 +64,8 @@ export async function seedRedis(url: string, plan: SeedPlan): Promise<string> {
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 });
   await client.connect();
   try {
-    const k = keys(DEFAULT_KEY_PREFIX);
+    // The default REDIS_KEY_PREFIX: the bench's servers leave it unset.
+    const k = keys(loadConfig({}).redisKeyPrefix);
     const ids = rawSessionIds(plan.sessions);
     const now = Date.now();
     // Per user: [expires_at, id hex, …] for one ZADD, and the latest expiry for its PEXPIREAT.

@@ -4,7 +4,8 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { hashSessionId, SESSION_MAX_AGE_SECONDS } from '../src/auth/sessions.ts';
-import { openSqliteStores, transaction } from '../src/store/sqlite/store.ts';
+import { transaction } from '../src/store/sqlite/driver.ts';
+import { openSqliteStores } from '../src/store/sqlite/store.ts';
 
 export interface SeedPlan {
   /** Rows in sessions; the first `loadSessions` of them are the ones the load uses. */

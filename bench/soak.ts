@@ -83,7 +83,7 @@ async function startSoakService(
     // Every load request comes from 127.0.0.1: the per-IP throttle must not count the load's logins.
     THROTTLE_IP_FAILURES: '1000000',
   };
-  const stores = await openStores(loadConfig(env));
+  const stores = await openStores(loadConfig(env).store);
   const memberships = Array.from({ length: LOAD_USERS }, (_, i) =>
     [1, 2, 3].map((group) => ({ group, username: `user${String(i).padStart(3, '0')}`, status: 1 })),
   ).flat();

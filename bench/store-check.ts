@@ -8,11 +8,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hashSessionId } from '../src/auth/sessions.ts';
+import { GROUP_JSON } from '../src/groups/json.ts';
+import { hasGroupCache } from '../src/store/group-types.ts';
 import { unwatched, watchCommits } from '../src/store/sqlite/commit-watch.ts';
 import { call } from '../src/store/sqlite/driver.ts';
 import { cachedSqliteSessions } from '../src/store/sqlite/sessions.ts';
 import { openSqliteStores } from '../src/store/sqlite/store.ts';
-import { hasGroupCache } from '../src/store/types.ts';
 
 const CALLS = 200_000;
 const ROUNDS = 15;
@@ -36,8 +37,8 @@ function race(cases: Record<string, () => unknown>): void {
 
 const dir = mkdtempSync(join(tmpdir(), 'clubhouse-store-check-'));
 const path = join(dir, 'db.sqlite');
-const stores = openSqliteStores(path);
-const other = openSqliteStores(path, 5000, false);
+const stores = openSqliteStores(path, { groupJson: GROUP_JSON });
+const other = openSqliteStores(path, { migrate: false });
 const watch = watchCommits(stores.db);
 try {
   const now = Date.now();

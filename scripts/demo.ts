@@ -45,7 +45,7 @@ async function startBackend(): Promise<{ env: Record<string, string>; what: stri
 const backend = await startBackend();
 const config = loadConfig({ LOG_LEVEL: 'warn', ...environmentWithDotenv(), ...backend.env });
 
-const stores = await openStores(config);
+const stores = await openStores(config.store);
 const sample: unknown = JSON.parse(readFileSync(new URL('./demo-data.json', import.meta.url), 'utf8'));
 const imported = await applyImport(stores, sample, config.usernameCase);
 await stores.close();

@@ -12,6 +12,7 @@ import { createAuthenticator } from './backends/build.ts';
 import type { ImapAuthenticatorOptions } from './backends/imap/authenticator.ts';
 import { servingBackends } from './config/auth-config.ts';
 import type { Config } from './config/config.ts';
+import { GROUP_JSON } from './groups/json.ts';
 import { createEdge } from './http/edge.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { sessionHooks } from './http/session.ts';
@@ -60,10 +61,12 @@ export interface App {
 
 /** Opens the stores of the settings, migrated (stored usernames included, contract §3) unless told not to. */
 async function openConfiguredStores(config: Config, logger: Logger, migrate: boolean): Promise<Stores> {
-  const stores = await openStores(config, {
+  const stores = await openStores(config.store, {
     migrate,
     // The stores reconnect by themselves; a broken idle connection is only worth a warning.
     onError: (store, err) => logger.warn({ store, err }, 'store connection error'),
+    // The group answers this process serves, kept in memory where the store can (issue 14).
+    groupJson: GROUP_JSON,
   });
   if (!migrate) return stores;
   try {

@@ -23,10 +23,11 @@ const KILL_MARGIN_MS = 5000;
 export async function runPrimary(config: Config, logger: Logger): Promise<number> {
   try {
     // Once, before any worker opens the database (workers open it with migrate: false).
-    const applied = await migrateStores(config);
+    const options = config.store;
+    const applied = await migrateStores(options);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
     // contract §3: the stored usernames too, where the session store is open to end their sessions.
-    const stores = await openStores(config, { migrate: false });
+    const stores = await openStores(options, { migrate: false });
     try {
       for (const finding of await migrateUsernames(stores, config.usernameCase))
         logger.warn({ username: finding.username, outcome: finding.outcome }, findingText(finding, true));

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { applyImport } from '../src/groups/import.ts';
-import type { GroupStore } from '../src/store/types.ts';
+import type { GroupStore } from '../src/store/group-types.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 
 const MAX_ID = 2_147_483_647;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { applyImport } from '../src/groups/import.ts';
-import type { GroupCache, GroupStore } from '../src/store/types.ts';
+import type { GroupCache, GroupStore } from '../src/store/group-types.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 
 interface Answer {

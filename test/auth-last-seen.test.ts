@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { FLUSH_BATCH, LastSeen, RECORD_INTERVAL_MS } from '../src/auth/last-seen.ts';
-import { StoreUnavailableError } from '../src/errors.ts';
+import { StoreUnavailableError } from '../src/store/errors.ts';
 import { openSqliteStores } from '../src/store/sqlite/store.ts';
 import type { SessionSighting, Stores } from '../src/store/types.ts';
 

@@ -8,8 +8,9 @@ import { join } from 'node:path';
 import { backup, DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import { runCli } from '../src/cli/main.ts';
+import { openSqliteDatabase } from '../src/store/sqlite/driver.ts';
+import { migrateSqlite } from '../src/store/sqlite/schema.ts';
 import { cachedSqliteSessions } from '../src/store/sqlite/sessions.ts';
-import { migrateSqlite, openSqliteDatabase } from '../src/store/sqlite/store.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { aliceSession, lockedOnce } from './helpers/sqlite-sessions.ts';
 

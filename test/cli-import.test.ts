@@ -7,9 +7,10 @@ import { join } from 'node:path';
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import { applyImport, validateImport } from '../src/groups/import.ts';
-import { ImportConflictError } from '../src/store/conflicts.ts';
+import { ImportConflictError } from '../src/store/errors.ts';
+import type { Group } from '../src/store/group-types.ts';
 import { openSqliteStores } from '../src/store/sqlite/store.ts';
-import type { Group, Stores } from '../src/store/types.ts';
+import type { Stores } from '../src/store/types.ts';
 
 type SqliteStores = Stores & { readonly db: DatabaseSync };
 

@@ -3,9 +3,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config/config.ts';
-import { StoreUnavailableError } from '../src/errors.ts';
 import { createLogger } from '../src/logger.ts';
 import { type RunningServer, startServer } from '../src/server.ts';
+import { StoreUnavailableError } from '../src/store/errors.ts';
 import { dovecotEnv, fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { type Dovecot, startDovecot } from './helpers/dovecot.ts';
 import { startFakeImap } from './helpers/fake-imap.ts';

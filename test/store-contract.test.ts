@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { disableUser } from '../src/auth/users.ts';
-import { StoreUnavailableError } from '../src/errors.ts';
 import { applyImport } from '../src/groups/import.ts';
-import { ImportConflictError } from '../src/store/conflicts.ts';
+import { ImportConflictError, StoreUnavailableError } from '../src/store/errors.ts';
+import type { Group } from '../src/store/group-types.ts';
 import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from '../src/store/limits.ts';
-import type { Group, NewSession, PendingGuess, Stores } from '../src/store/types.ts';
+import type { NewSession, PendingGuess, Stores } from '../src/store/types.ts';
 import { describeEachStore, STORES, type StoreData } from './helpers/stores.ts';
 
 const DAY = 86_400_000;

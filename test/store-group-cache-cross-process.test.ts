@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { runCli } from '../src/cli/main.ts';
 import { applyImport } from '../src/groups/import.ts';
-import { hasGroupCache } from '../src/store/types.ts';
+import { hasGroupCache } from '../src/store/group-types.ts';
 import { dovecotEnv, fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { postLogin, startCluster, type TestCluster } from './helpers/cluster.ts';
 import { type Dovecot, startDovecot, testUser } from './helpers/dovecot.ts';

@@ -17,8 +17,10 @@ import {
   WAL_INDEX_HEADER_BYTES,
   watchCommits,
 } from '../src/store/sqlite/commit-watch.ts';
+import { openSqliteDatabase } from '../src/store/sqlite/driver.ts';
+import { migrateSqlite } from '../src/store/sqlite/schema.ts';
 import { cachedSqliteSessions } from '../src/store/sqlite/sessions.ts';
-import { migrateSqlite, openSqliteDatabase, openSqliteStores } from '../src/store/sqlite/store.ts';
+import { openSqliteStores } from '../src/store/sqlite/store.ts';
 import { aliceSession, lockedOnce } from './helpers/sqlite-sessions.ts';
 
 let dir: string;

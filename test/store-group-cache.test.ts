@@ -10,14 +10,16 @@ import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { ImportConflictError } from '../src/store/conflicts.ts';
+import { GROUP_JSON } from '../src/groups/json.ts';
+import { ImportConflictError } from '../src/store/errors.ts';
+import type { Group, GroupCache, GroupStore } from '../src/store/group-types.ts';
 import { sqlGroupStore } from '../src/store/sql/groups.ts';
 import { sqlUserStore } from '../src/store/sql/users.ts';
 import { type CommitWatch, unwatched, watchCommits } from '../src/store/sqlite/commit-watch.ts';
-import { call, sqliteDriver } from '../src/store/sqlite/driver.ts';
+import { call, openSqliteDatabase, sqliteDriver } from '../src/store/sqlite/driver.ts';
 import { cachedSqliteGroups, GROUP_CACHE_LIMITS, type GroupCacheLimits } from '../src/store/sqlite/groups.ts';
-import { openSqliteDatabase, openSqliteStores } from '../src/store/sqlite/store.ts';
-import type { Group, GroupCache, GroupStore, Stores, UserStore } from '../src/store/types.ts';
+import { openSqliteStores } from '../src/store/sqlite/store.ts';
+import type { Stores, UserStore } from '../src/store/types.ts';
 
 let dir: string;
 before(() => {
@@ -48,7 +50,7 @@ function setup(options: { watched: boolean; limits?: GroupCacheLimits }): Setup 
   const aDriver = sqliteDriver(aDb);
   const truthDb = openSqliteDatabase(file);
   return {
-    a: cachedSqliteGroups(aDb, aDriver, call, watch, options.limits),
+    a: cachedSqliteGroups(aDb, aDriver, call, watch, GROUP_JSON, options.limits),
     aUsers: sqlUserStore(aDriver),
     aDb,
     b,

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
-import { StoreUnavailableError } from '../src/errors.ts';
-import { sqlitePath } from '../src/store/sqlite/store.ts';
+import { sqlitePath } from '../src/config/store-options.ts';
+import { StoreUnavailableError } from '../src/store/errors.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { describeEachStore, storesOf } from './helpers/stores.ts';
 

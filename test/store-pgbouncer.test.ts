@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import { loadConfig } from '../src/config/config.ts';
-import { StoreUnavailableError } from '../src/errors.ts';
+import { StoreUnavailableError } from '../src/store/errors.ts';
 import { openStores } from '../src/store/open.ts';
-import { query } from '../src/store/postgres/pool.ts';
+import { query } from '../src/store/postgres/driver.ts';
 import { startPgBouncer, type TestPgBouncer } from './helpers/pgbouncer.ts';
 import type { TestDatabase } from './helpers/postgres.ts';
 import { startPostgres } from './helpers/postgres.ts';
@@ -27,7 +27,7 @@ describe('PgBouncer in transaction mode (issue 17)', () => {
 
   test('a statement past statement_timeout is cancelled by the server (57014): 503, not a hang', async () => {
     const stores = await openStores(
-      loadConfig({ DATABASE_URL: db.url, DATABASE_TRANSACTION_POOLER: 'true' }),
+      loadConfig({ DATABASE_URL: db.url, DATABASE_TRANSACTION_POOLER: 'true' }).store,
     );
     try {
       const pool = (stores as unknown as { pool: pg.Pool }).pool;
@@ -52,7 +52,7 @@ describe('PgBouncer in transaction mode (issue 17)', () => {
 
   test('without DATABASE_TRANSACTION_POOLER, start-up fails and names the setting', async () => {
     await assert.rejects(
-      openStores(loadConfig({ DATABASE_URL: db.url })),
+      openStores(loadConfig({ DATABASE_URL: db.url }).store),
       /unsupported startup parameter: statement_timeout.*set DATABASE_TRANSACTION_POOLER=true/,
     );
   });

@@ -8,9 +8,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { runCli } from '../src/cli/main.ts';
-import { StoreUnavailableError } from '../src/errors.ts';
+import { loadConfig } from '../src/config/config.ts';
+import { StoreUnavailableError } from '../src/store/errors.ts';
 import { openStores } from '../src/store/open.ts';
-import { isPostgresUnavailable, migratePostgres, query } from '../src/store/postgres/pool.ts';
+import { isPostgresUnavailable, query } from '../src/store/postgres/driver.ts';
+import { migratePostgres } from '../src/store/postgres/schema.ts';
 import { POSTGRES_GROUP_QUERIES } from '../src/store/postgres/store.ts';
 import type { Stores } from '../src/store/types.ts';
 import { freePort } from './helpers/ports.ts';
@@ -120,12 +122,7 @@ describe('the group queries use the primary keys (20 000 groups, 200 000 members
   });
 
   test('and they answer exactly', async () => {
-    const stores = await openStores({
-      databaseUrl: db.url,
-      sessionStore: null,
-      sqliteBusyTimeoutMs: 5000,
-      redisKeyPrefix: '',
-    });
+    const stores = await openStores(loadConfig({ DATABASE_URL: db.url }).store);
     try {
       const expected = Array.from({ length: 20 }, (_, k) => ({ id: ((k * 7919 + 4243) % 20000) + 1, k }))
         .filter(({ k }) => k % 3 !== 0)
@@ -265,12 +262,13 @@ describe('the clubhouse command against PostgreSQL, with sessions in Redis', () 
     assert.equal(taken.code, 1);
     assert.deepEqual(taken.err, ['clubhouse: "Chess Club" is already the name of another group']);
 
-    stores = await openStores({
-      databaseUrl: db.url,
-      sessionStore: redis.url,
-      sqliteBusyTimeoutMs: 5000,
-      redisKeyPrefix: env['REDIS_KEY_PREFIX']!,
-    });
+    stores = await openStores(
+      loadConfig({
+        DATABASE_URL: db.url,
+        SESSION_STORE: redis.url,
+        REDIS_KEY_PREFIX: env['REDIS_KEY_PREFIX']!,
+      }).store,
+    );
     const now = Date.now();
     const session = (n: number, username: string) =>
       stores.sessions.create(

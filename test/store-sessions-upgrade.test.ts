@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import pg from 'pg';
 import { hashSessionId, newSessionId } from '../src/auth/sessions.ts';
-import { migratePostgres } from '../src/store/postgres/pool.ts';
+import { migratePostgres } from '../src/store/postgres/schema.ts';
 import { migrate } from '../src/store/sql/migrate.ts';
-import { SQLITE_DIALECT, sqliteDriver } from '../src/store/sqlite/driver.ts';
+import { SQLITE_DIALECT } from '../src/store/sqlite/dialect.ts';
+import { openSqliteDatabase, sqliteDriver } from '../src/store/sqlite/driver.ts';
 import { SQLITE_MIGRATIONS } from '../src/store/sqlite/schema.ts';
-import { openSqliteDatabase } from '../src/store/sqlite/store.ts';
 import { fakeAuthenticator, startTestApp } from './helpers/app.ts';
 import { startPostgres } from './helpers/postgres.ts';
 

@@ -53,7 +53,7 @@ const databaseUrl = (query: string, host = '127.0.0.1') => {
 };
 
 /** Opens the stores as the server does at start-up: settings parsed, then connected. */
-const open = (env: Record<string, string>) => openStores(loadConfig(env));
+const open = (env: Record<string, string>) => openStores(loadConfig(env).store);
 
 async function withStores(env: Record<string, string>, work: (stores: Stores) => Promise<void>) {
   const stores = await open(env);

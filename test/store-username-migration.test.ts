@@ -111,7 +111,7 @@ describeEachStore(STORES, 'the migration to canonical usernames', (store) => {
   test('is idempotent, runs again for another profile, and once when several processes start together', async () => {
     assert.deepEqual((await cli(t.storeEnv, 'migrate', '--json')).usernames, []);
     await seed(t.stores, ['Zoe']); // as an older version would have stored it
-    const others = await Promise.all([1, 2, 3].map(() => openStores(loadConfig(t.storeEnv))));
+    const others = await Promise.all([1, 2, 3].map(() => openStores(loadConfig(t.storeEnv).store)));
     const once = async (usernameCase: 'lower' | 'preserve') => {
       const runs = await Promise.all(others.map((stores) => migrateUsernames(stores, usernameCase)));
       const done = runs.filter((findings) => findings.length > 0);

@@ -78,7 +78,7 @@ before(
       THROTTLE_USER_FAILURES: '2',
       LOG_LEVEL: 'warn',
     });
-    const stores = await openStores(config);
+    const stores = await openStores(config.store);
     try {
       const demo = JSON.parse(readFileSync(DEMO_DATA, 'utf8')) as Record<string, unknown[]>;
       const extra = {

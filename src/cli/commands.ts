@@ -79,7 +79,7 @@ export const COMMANDS: readonly Command[] = [
       'Create or upgrade the database schema, and bring stored usernames to canonical form (the server also does this at start-up).',
     positionals: 0,
     async run(context) {
-      const applied = await migrateStores(context.config);
+      const applied = await migrateStores(context.config.store);
       // contract §3: every renamed, colliding or refused name is printed for the administrator.
       const usernames = await migrateUsernames(await context.stores(), context.config.usernameCase);
       const lines = [

@@ -1,8 +1,8 @@
 // The group and membership commands of contract §6: group add|update|remove|list, member set|remove.
 import { checkGroupFields, isGroupId } from '../groups/import-fields.ts';
-import { CONFLICT, ImportConflictError } from '../store/conflicts.ts';
+import { CONFLICT, ImportConflictError } from '../store/errors.ts';
+import type { Group } from '../store/group-types.ts';
 import { MAX_GROUP_ID } from '../store/limits.ts';
-import type { Group } from '../store/types.ts';
 import { type Command, CommandError, parseUsername, report, UsageError } from './command.ts';
 
 const GROUP_OPTIONS = ['id', 'name', 'description', 'short-description', 'activities', 'type'] as const;

@@ -106,7 +106,7 @@ export async function runCli(
         out: io.out,
         now: Date.now,
         stores: async () => {
-          stores ??= await openStores(config);
+          stores ??= await openStores(config.store);
           return stores;
         },
       },

@@ -17,7 +17,7 @@ export type UsernameReport =
 export async function storedUsernameReport(config: Config): Promise<UsernameReport> {
   let database: Awaited<ReturnType<typeof openDatabase>> = null;
   try {
-    database = await openDatabase(config, { migrate: false, existing: true });
+    database = await openDatabase(config.store, { migrate: false, existing: true });
     if (database === null) return { checked: true, findings: [] };
     return {
       checked: true,

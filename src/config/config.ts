@@ -4,8 +4,7 @@ import { parse as parseDotenv } from 'dotenv';
 import { customCleanEnv } from 'envalid';
 import type { ThrottleSettings } from '../auth/throttle.ts';
 import type { EdgeOptions } from '../http/edge.ts';
-import { parsePostgresTls } from '../store/postgres/url.ts';
-import { parseRedisTarget } from '../store/redis/url.ts';
+import type { StoreOptions } from '../store/options.ts';
 import {
   type ConfiguredBackend,
   type ConfiguredImap,
@@ -16,6 +15,7 @@ import {
 } from './auth-config.ts';
 import { ConfigError } from './error.ts';
 import { type LogLevel, SETTINGS, type UsernameCase } from './settings.ts';
+import { type StoreSettings, storeOptions } from './store-options.ts';
 
 export { ConfigError } from './error.ts';
 export type { LogLevel } from './settings.ts';
@@ -25,23 +25,12 @@ type HttpSettings = Omit<EdgeOptions, 'logger' | 'metrics' | 'atOnce'> & {
   readonly cookieSecure: boolean;
 };
 
-export interface Config {
+export interface Config extends StoreSettings {
   readonly host: string;
   readonly port: number;
   readonly workers: number;
-  readonly databaseUrl: string;
-  /** CA that PostgreSQL's certificate must chain to (implies sslmode=verify-full); null: none. */
-  readonly databaseCaFile: string | null;
-  /** A transaction-mode pooler (PgBouncer) sits between: no startup timeouts, no named statements. */
-  readonly databaseTransactionPooler: boolean;
-  /** `null`: sessions and throttle counters live in the database. */
-  readonly sessionStore: string | null;
-  /** CA that Redis's certificate must chain to (rediss:// only); null: the system's roots. */
-  readonly redisCaFile: string | null;
-  /** Prefix of every Redis key (several services, or several clubhouses, may share one Redis). */
-  readonly redisKeyPrefix: string;
-  /** How long a SQLite statement waits for another process's write lock before answering 503. */
-  readonly sqliteBusyTimeoutMs: number;
+  /** What the stores are opened with (store-options.ts decides the rules of the settings above). */
+  readonly store: StoreOptions;
   /** From the IMAP_* settings; `host` null when unset (the admin CLI runs without it). */
   readonly imap: ConfiguredImap;
   /**
@@ -166,26 +155,16 @@ const cleanSettings = (env: Record<string, string>) => customCleanEnv(env, SETTI
 /** Parses and validates every setting; throws `ConfigError` naming the first bad variable. */
 export function loadConfig(env: Env): Config {
   const s = parseSettings(env);
-  const databaseCaFile = s.DATABASE_CA_FILE ?? null;
-  if (s.DATABASE_URL.startsWith('postgres')) {
-    // issue 17: TLS asked for is never downgraded; unverified TLS only by name (sslmode=require).
-    const tls = parsePostgresTls(s.DATABASE_URL, databaseCaFile);
-    if (!tls.ok) throw new ConfigError(tls.variable, tls.message);
-    if (tls.tls.caFile !== null && !existsSync(tls.tls.caFile))
-      throw new ConfigError('DATABASE_URL', `sslrootcert: no such file "${tls.tls.caFile}"`);
-  } else if (databaseCaFile !== null || s.DATABASE_TRANSACTION_POOLER) {
-    throw new ConfigError(
-      databaseCaFile !== null ? 'DATABASE_CA_FILE' : 'DATABASE_TRANSACTION_POOLER',
-      'applies to a postgres:// DATABASE_URL only',
-    );
-  }
-  const redisCaFile = s.REDIS_CA_FILE ?? null;
-  if (s.SESSION_STORE !== undefined) {
-    const target = parseRedisTarget(s.SESSION_STORE, redisCaFile);
-    if (!target.ok) throw new ConfigError(target.variable, target.message);
-  } else if (redisCaFile !== null) {
-    throw new ConfigError('REDIS_CA_FILE', 'needs a rediss:// SESSION_STORE');
-  }
+  const storeSettings: StoreSettings = {
+    databaseUrl: s.DATABASE_URL,
+    databaseCaFile: s.DATABASE_CA_FILE ?? null,
+    databaseTransactionPooler: s.DATABASE_TRANSACTION_POOLER,
+    sessionStore: s.SESSION_STORE ?? null,
+    redisCaFile: s.REDIS_CA_FILE ?? null,
+    redisKeyPrefix: s.REDIS_KEY_PREFIX,
+    sqliteBusyTimeoutMs: s.SQLITE_BUSY_TIMEOUT_MS,
+  };
+  const store = storeOptions(storeSettings);
   if (s.HEADERS_TIMEOUT_MS > s.REQUEST_TIMEOUT_MS) {
     throw new ConfigError(
       'HEADERS_TIMEOUT_MS',
@@ -199,13 +178,8 @@ export function loadConfig(env: Env): Config {
     host: s.HOST,
     port: s.PORT,
     workers: s.WORKERS,
-    databaseUrl: s.DATABASE_URL,
-    databaseCaFile,
-    databaseTransactionPooler: s.DATABASE_TRANSACTION_POOLER,
-    sessionStore: s.SESSION_STORE ?? null,
-    redisCaFile,
-    redisKeyPrefix: s.REDIS_KEY_PREFIX,
-    sqliteBusyTimeoutMs: s.SQLITE_BUSY_TIMEOUT_MS,
+    ...storeSettings,
+    store,
     imap,
     auth: {
       backends: configFile === null ? backendsFromEnvironment(s, imap) : readAuthConfig(configFile),

@@ -1,6 +1,6 @@
 // `clubhouse config check`: the effective settings with secrets masked, and what looks risky.
 
-import { storeTls } from '../store/open.ts';
+import { storeTls } from '../store/options.ts';
 import type { ConfiguredBackend } from './auth-config.ts';
 import type { Config } from './config.ts';
 import { isLoopbackHost } from './error.ts';
@@ -25,7 +25,7 @@ export function configReport(config: Config): {
   const settings: Record<string, string> = {};
   for (const [name] of settingRows()) settings[name] = presentSetting(name, config.settings[name]);
   // issue 17: not settings but what they amount to, so an operator sees an unverified store.
-  const tls = storeTls(config);
+  const tls = storeTls(config.store);
   settings['(database TLS)'] = tls.database;
   settings['(sessions TLS)'] = tls.sessions;
   const warnings: string[] = [];

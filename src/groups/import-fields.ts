@@ -3,9 +3,9 @@
 
 import type { UsernameCase } from '../auth/username.ts';
 import { canonicalUsername, refusalText } from '../auth/username.ts';
-import type { ImportProblem } from '../store/conflicts.ts';
+import type { ImportProblem } from '../store/errors.ts';
+import type { Group } from '../store/group-types.ts';
 import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from '../store/limits.ts';
-import type { Group } from '../store/types.ts';
 
 const GROUP_FIELDS = new Set(['id', 'name', 'description', 'short_description', 'activities', 'type']);
 

@@ -1,7 +1,8 @@
 // The import file of contract §4: validated whole, every bad entry named by its JSON path and reason.
 import type { UsernameCase } from '../auth/username.ts';
-import { ImportConflictError, type ImportProblem } from '../store/conflicts.ts';
-import type { Group, ImportData, Membership, Stores } from '../store/types.ts';
+import { ImportConflictError, type ImportProblem } from '../store/errors.ts';
+import type { Group, ImportData, Membership } from '../store/group-types.ts';
+import type { Stores } from '../store/types.ts';
 import { checkGroup, checkUsername, isGroupId, unknownFields } from './import-fields.ts';
 
 export type ImportValidation =

@@ -1,6 +1,7 @@
 // Reading groups (contract §3): the caller's groups, and one group with the caller's membership.
+
+import { type Group, type GroupDetail, type GroupStore, hasGroupCache } from '../store/group-types.ts';
 import { MAX_GROUP_ID } from '../store/limits.ts';
-import { type Group, type GroupDetail, type GroupStore, hasGroupCache } from '../store/types.ts';
 
 /** The group id of a path segment: `[0-9]+`, leading zeros allowed, at most 2^31−1; else null. */
 export function parseGroupId(segment: string): number | null {

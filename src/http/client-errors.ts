@@ -3,7 +3,7 @@
 // (contract §1); there is no request, so no request id, Host check or /api headers.
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { API_ERRORS, type ApiErrorSpec } from '../errors.ts';
+import { API_ERRORS, type ApiErrorSpec } from './api-errors.ts';
 import { JSON_TYPE, SECURITY_HEADERS } from './headers.ts';
 
 function specOf(code: string | undefined): ApiErrorSpec {

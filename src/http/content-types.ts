@@ -3,7 +3,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
 import secureJsonParse from 'secure-json-parse';
-import { jsonParseError } from '../errors.ts';
+import { jsonParseError } from './api-errors.ts';
 
 /** contract §1: bodies over 64 KiB → 413. */
 export const BODY_LIMIT_BYTES = 64 * 1024;

@@ -12,9 +12,9 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import type { Logger } from 'pino';
-import { API_ERRORS, ApiError } from '../errors.ts';
 import { logArrival, logCompletion } from './access-log.ts';
 import { hasOneHost, hostAllowed, isProbePath } from './allowed-hosts.ts';
+import { API_ERRORS, ApiError } from './api-errors.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { BODY_LIMIT_BYTES, installContentTypes } from './content-types.ts';
 import { apiEndpoints, type DeclareEndpoint, routeLabel, supportEveryMethod } from './endpoints.ts';

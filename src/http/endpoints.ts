@@ -17,7 +17,7 @@ import type {
   RouteGenericInterface,
   RouteHandlerMethod,
 } from 'fastify';
-import { methodNotAllowed } from '../errors.ts';
+import { methodNotAllowed } from './api-errors.ts';
 import { isTrustedPreflight, preflightHeaders } from './cors.ts';
 import { sendJson } from './headers.ts';
 import type { FastRead, FastRoutes } from './raw-reads.ts';

@@ -1,15 +1,10 @@
-// Where errors become answers (contract §1): the error catalog (../errors.ts) → {"detail": ...} in one
-// place, Fastify's own 4xx in the contract's words, and 404 for every path no route claims. 405 is
-// not decided here: each /api endpoint has a route for the methods it refuses (endpoints.ts).
+// Where errors become answers (contract §1): the error catalog (api-errors.ts) and a store's outage
+// (../store/errors.ts, a 503) → {"detail": ...} in one place, Fastify's own 4xx in the contract's
+// words, and 404 for every path no route claims. 405 is not decided here: each /api endpoint has a
+// route for the methods it refuses (endpoints.ts).
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import {
-  API_ERRORS,
-  ApiError,
-  FieldErrors,
-  StoreUnavailableError,
-  unavailable,
-  unsupportedMediaType,
-} from '../errors.ts';
+import { StoreUnavailableError } from '../store/errors.ts';
+import { API_ERRORS, ApiError, FieldErrors, unavailable, unsupportedMediaType } from './api-errors.ts';
 import { sendDetail, sendJson } from './headers.ts';
 
 /** Installs the error handler and the 404 handler. */

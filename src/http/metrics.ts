@@ -5,7 +5,7 @@ import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import client from 'prom-client';
 import type { LoginFailure, VerifyResult } from '../backends/authenticator.ts';
-import { API_ERRORS } from '../errors.ts';
+import { API_ERRORS } from './api-errors.ts';
 import { requestMetrics } from './request-metrics.ts';
 
 type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';

@@ -4,7 +4,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { clearedSessionCookie, readCookies } from '../auth/cookies.ts';
 import { checkCsrf } from '../auth/csrf.ts';
-import { API_ERRORS, ApiError } from '../errors.ts';
+import { API_ERRORS, ApiError } from './api-errors.ts';
 import { sendJson } from './headers.ts';
 
 /** contract §3: the body of check for nobody, and of logout. */

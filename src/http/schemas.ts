@@ -2,8 +2,8 @@
 // request description) and @fastify/swagger turns the same objects into /api/schema (OpenAPI 3.1).
 import type { FastifySchema } from 'fastify';
 import { PASSWORD_MAX_LENGTH } from '../auth/credentials.ts';
-import { API_ERROR_TEMPLATES, API_ERRORS } from '../errors.ts';
 import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from '../store/limits.ts';
+import { API_ERROR_TEMPLATES, API_ERRORS } from './api-errors.ts';
 
 const detail = (example: string) => ({
   type: 'object',

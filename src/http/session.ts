@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { readCookies } from '../auth/cookies.ts';
 import type { Sessions } from '../auth/sessions.ts';
-import { API_ERRORS, ApiError } from '../errors.ts';
+import { API_ERRORS, ApiError } from './api-errors.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { API_ERRORS, ApiError } from '../errors.ts';
+import { API_ERRORS, ApiError } from './api-errors.ts';
 import { sendJson } from './headers.ts';
 
 /** The page's Content-Security-Policy: nothing but this origin's own files, no inline code. */

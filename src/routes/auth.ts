@@ -5,7 +5,7 @@ import { parseCredentials } from '../auth/credentials.ts';
 import type { LoginProcedure } from '../auth/login.ts';
 import { keptUserAgent, newCsrfToken, type Sessions } from '../auth/sessions.ts';
 import type { UsernameCase } from '../auth/username.ts';
-import { API_ERRORS, ApiError, FieldErrors, throttled } from '../errors.ts';
+import { API_ERRORS, ApiError, FieldErrors, throttled } from '../http/api-errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import type { Metrics } from '../http/metrics.ts';

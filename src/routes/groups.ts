@@ -2,14 +2,14 @@
 // A store that keeps the groups in memory answers them there: on the raw read path for a session
 // the cache knows, and in the route before the database (the same reader, one in-memory answer).
 import type { Sessions } from '../auth/sessions.ts';
-import { API_ERRORS, ApiError } from '../errors.ts';
 import { groupDetail, groupDetailJson, myGroups, myGroupsJson, parseGroupId } from '../groups/read.ts';
+import { API_ERRORS, ApiError } from '../http/api-errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import type { FastAnswer, FastRequest } from '../http/raw-reads.ts';
 import { SCHEMAS } from '../http/schemas.ts';
 import { caller, type SessionHooks } from '../http/session.ts';
-import type { GroupStore } from '../store/types.ts';
+import type { GroupStore } from '../store/group-types.ts';
 
 export interface GroupRouteDeps {
   readonly hooks: SessionHooks;

@@ -1,11 +1,11 @@
 // Operating it (contract §6): /healthz (process up), /readyz (stores and backends reachable), /metrics,
 // and /api/schema (the OpenAPI document of the route schemas).
 import type { FastifyInstance } from 'fastify';
-import { StoreUnavailableError } from '../errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { SCHEMAS } from '../http/schemas.ts';
+import { StoreUnavailableError } from '../store/errors.ts';
 import type { Stores } from '../store/types.ts';
 
 export interface OpsDeps {

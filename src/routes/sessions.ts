@@ -4,7 +4,7 @@
 
 import { readCookies } from '../auth/cookies.ts';
 import type { Sessions } from '../auth/sessions.ts';
-import { API_ERRORS, ApiError } from '../errors.ts';
+import { API_ERRORS, ApiError } from '../http/api-errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import { clearSessionHeaders, csrfGuard, loggedOut } from '../http/route-helpers.ts';

@@ -1,90 +1,52 @@
-// Opens the stores the settings name (contract §6): DATABASE_URL picks SQLite or PostgreSQL for
-// everything; SESSION_STORE=redis://… (rediss://, redis-sentinel://) moves sessions and throttle
-// counters to Redis, while groups, users and the secret key stay in the database.
+// Opens the stores the options name (contract §6): SQLite or PostgreSQL for everything, or with
+// sessions and throttle counters moved to Redis while groups, users and the secret key stay in the
+// database. PostgreSQL and Redis clients are loaded only when named (they cost ~10 MB of memory).
 import { existsSync } from 'node:fs';
-import { type Config, ConfigError } from '../config/config.ts';
-import type { PostgresConnection } from './postgres/pool.ts';
-import { type PostgresTls, parsePostgresTls, postgresTlsState } from './postgres/url.ts';
+import { type OpenOptions, type StoreOptions, storeTls } from './options.ts';
 import type { RedisStores } from './redis/store.ts';
-import { parseRedisTarget, type RedisTarget, redisTlsState } from './redis/url.ts';
-import { migrateSqlite, openSqliteDatabase, openSqliteStores, sqlitePath } from './sqlite/store.ts';
-import type { Stores, TlsState } from './types.ts';
-
-export type StoreSettings = Pick<
-  Config,
-  'databaseUrl' | 'sessionStore' | 'sqliteBusyTimeoutMs' | 'redisKeyPrefix'
-> &
-  Partial<Pick<Config, 'databaseCaFile' | 'databaseTransactionPooler' | 'redisCaFile'>>;
-
-export interface OpenOptions {
-  /** Apply pending migrations first (default true; a cluster's workers leave it to the primary). */
-  readonly migrate?: boolean;
-  /** Hears of background connection errors (the stores reconnect by themselves). */
-  readonly onError?: (store: 'database' | 'sessions', err: Error) => void;
-}
-
-const isPostgres = (url: string) => /^postgres(ql)?:\/\//.test(url);
-
-// loadConfig has checked these; a caller passing hand-made settings gets the same error.
-function postgresTls(config: Pick<StoreSettings, 'databaseUrl' | 'databaseCaFile'>): PostgresTls {
-  const result = parsePostgresTls(config.databaseUrl, config.databaseCaFile ?? null);
-  if (!result.ok) throw new ConfigError(result.variable, result.message);
-  return result.tls;
-}
-
-function redisTarget(sessionStore: string, config: Pick<StoreSettings, 'redisCaFile'>): RedisTarget {
-  const result = parseRedisTarget(sessionStore, config.redisCaFile ?? null);
-  if (!result.ok) throw new ConfigError(result.variable, result.message);
-  return result.target;
-}
-
-async function connection(config: StoreSettings): Promise<PostgresConnection> {
-  const { postgresConnection } = await import('./postgres/pool.ts');
-  return postgresConnection(postgresTls(config), config.databaseTransactionPooler ?? false);
-}
-
-/** The TLS state of each store these settings connect to (issue 17: /readyz, config check). */
-export function storeTls(config: StoreSettings): { database: TlsState; sessions: TlsState } {
-  const database = isPostgres(config.databaseUrl) ? postgresTlsState(postgresTls(config)) : 'local';
-  const sessions =
-    config.sessionStore === null ? database : redisTlsState(redisTarget(config.sessionStore, config));
-  return { database, sessions };
-}
+import { openSqliteDatabase } from './sqlite/driver.ts';
+import { migrateSqlite } from './sqlite/schema.ts';
+import { openSqliteStores } from './sqlite/store.ts';
+import type { Stores } from './types.ts';
 
 /**
- * The database's stores alone (sessions too, unless SESSION_STORE moves them), migrated unless told
- * not to. Null for a SQLite file that does not exist when `existing` is asked (nothing is created).
+ * The database's stores alone (sessions too, unless `options.sessions` moves them), migrated unless
+ * told not to. Null for a SQLite file that does not exist when `existing` is asked (nothing is created).
  */
 export async function openDatabase(
-  config: StoreSettings,
-  options: OpenOptions & { readonly existing?: boolean } = {},
+  options: StoreOptions,
+  open: OpenOptions & { readonly existing?: boolean } = {},
 ): Promise<Stores | null> {
-  const tls = storeTls(config);
-  if (options.existing === true && !isPostgres(config.databaseUrl)) {
-    const path = sqlitePath(config.databaseUrl);
-    if (path === ':memory:' || !existsSync(path)) return null;
+  const tls = storeTls(options);
+  const { database } = options;
+  if (database.kind === 'sqlite') {
+    if (open.existing === true && (database.path === ':memory:' || !existsSync(database.path))) return null;
+    const opened = openSqliteStores(database.path, {
+      busyTimeoutMs: database.busyTimeoutMs,
+      migrate: open.migrate,
+      groupJson: open.groupJson,
+    });
+    return Object.assign(opened, { tls });
   }
-  // PostgreSQL and Redis clients are loaded only when configured (they cost ~10 MB of memory).
-  const opened = isPostgres(config.databaseUrl)
-    ? await (await import('./postgres/store.ts')).openPostgresStores(await connection(config), {
-        migrate: options.migrate,
-        onError: (err) => options.onError?.('database', err),
-      })
-    : openSqliteStores(sqlitePath(config.databaseUrl), config.sqliteBusyTimeoutMs, options.migrate);
+  const { openPostgresStores } = await import('./postgres/store.ts');
+  const { postgresConnection } = await import('./postgres/driver.ts');
+  const opened = await openPostgresStores(postgresConnection(database.target, database.transactionPooler), {
+    migrate: open.migrate,
+    onError: (err) => open.onError?.('database', err),
+  });
   return Object.assign(opened, { tls });
 }
 
-/** The stores for these settings, migrated (unless told not to) and ready. */
-export async function openStores(config: StoreSettings, options: OpenOptions = {}): Promise<Stores> {
-  const tls = storeTls(config);
-  const database = (await openDatabase(config, options))!;
-  if (config.sessionStore === null) return database;
+/** The stores `options` name, migrated (unless told not to) and ready. */
+export async function openStores(options: StoreOptions, open: OpenOptions = {}): Promise<Stores> {
+  const database = (await openDatabase(options, open))!;
+  if (options.sessions === null) return database;
   let redis: RedisStores;
   try {
     const { openRedisStores } = await import('./redis/store.ts');
-    redis = await openRedisStores(redisTarget(config.sessionStore, config), {
-      keyPrefix: config.redisKeyPrefix,
-      onError: (err) => options.onError?.('sessions', err),
+    redis = await openRedisStores(options.sessions.target, {
+      keyPrefix: options.sessions.keyPrefix,
+      onError: (err) => open.onError?.('sessions', err),
     });
   } catch (err) {
     await database.close();
@@ -95,7 +57,6 @@ export async function openStores(config: StoreSettings, options: OpenOptions = {
     redis: redis.client,
     sessions: redis.sessions,
     throttle: redis.throttle,
-    tls,
     ping: async () => {
       await Promise.all([database.ping(), redis.ping()]);
     },
@@ -107,15 +68,14 @@ export async function openStores(config: StoreSettings, options: OpenOptions = {
 }
 
 /** Applies pending migrations (`clubhouse migrate`); returns the versions applied. */
-export async function migrateStores(
-  config: Pick<StoreSettings, 'databaseUrl' | 'databaseCaFile' | 'databaseTransactionPooler'>,
-): Promise<number[]> {
-  if (isPostgres(config.databaseUrl)) {
-    const { migratePostgres, postgresConnection } = await import('./postgres/pool.ts');
-    const pooler = config.databaseTransactionPooler ?? false;
-    return migratePostgres(postgresConnection(postgresTls(config), pooler));
+export async function migrateStores(options: Pick<StoreOptions, 'database'>): Promise<number[]> {
+  const { database } = options;
+  if (database.kind === 'postgres') {
+    const { migratePostgres } = await import('./postgres/schema.ts');
+    const { postgresConnection } = await import('./postgres/driver.ts');
+    return migratePostgres(postgresConnection(database.target, database.transactionPooler));
   }
-  const db = openSqliteDatabase(sqlitePath(config.databaseUrl));
+  const db = openSqliteDatabase(database.path);
   try {
     return migrateSqlite(db);
   } finally {

@@ -1,9 +1,7 @@
 // The seams between the domain and its storage. Every implementation (SQLite, PostgreSQL, Redis)
 // passes the same contract tests. Methods throw StoreUnavailableError when the store cannot answer.
-
-export type MemberStatus = -1 | 0 | 1 | 2;
-export type StoredMemberStatus = 0 | 1 | 2;
-export type GroupType = 0 | 1;
+// The groups' seam is group-types.ts.
+import type { GroupStore } from './group-types.ts';
 
 export interface SessionRecord {
   readonly username: string;
@@ -139,76 +137,6 @@ export interface UserStore {
   /** Sets the active flag; false when there is no such user. */
   setActive(username: string, active: boolean): Promise<boolean>;
   list(): Promise<UserRecord[]>;
-}
-
-export interface Group {
-  readonly id: number;
-  readonly name: string;
-  readonly description: string;
-  readonly short_description: string;
-  readonly activities: string;
-  readonly type: GroupType;
-}
-
-/** A group to add: without an id, it gets the one after the largest. */
-export type NewGroup = Omit<Group, 'id'> & { readonly id: number | null };
-
-export interface GroupDetail extends Group {
-  readonly member_status: MemberStatus;
-}
-
-export interface Membership {
-  readonly group: number;
-  readonly username: string;
-  readonly status: StoredMemberStatus;
-}
-
-export interface ImportData {
-  readonly groups: readonly Group[];
-  /** `active: null` (no `active` in the file) leaves an existing user's flag as it is (contract §4). */
-  readonly users: readonly { username: string; active: boolean | null }[];
-  readonly memberships: readonly Membership[];
-}
-
-export interface GroupStore {
-  /** Groups where the user is a member or administrator, ordered by id. */
-  listForMember(username: string): Promise<Group[]>;
-  /** A group with the user's membership status, or null when there is no such group. */
-  detail(id: number, username: string): Promise<GroupDetail | null>;
-  list(): Promise<Group[]>;
-  /** Inserts a new group, never overwriting: ImportConflictError when its id or name is taken. */
-  addGroup(group: NewGroup): Promise<Group>;
-  /** Inserts or updates by id. */
-  upsertGroup(group: Group): Promise<void>;
-  removeGroup(id: number): Promise<boolean>;
-  setMembership(membership: Membership): Promise<void>;
-  removeMembership(group: number, username: string): Promise<boolean>;
-  /**
-   * Applies validated import data in one transaction (upserts; idempotent). Ending the sessions of
-   * users it disables is applyImport's job: sessions may live in another store (Redis).
-   */
-  importData(data: ImportData): Promise<{ groups: number; users: number; memberships: number }>;
-  exportData(): Promise<ImportData>;
-}
-
-/**
- * A capability some group stores add (the SQLite store's in-process cache, issue 14): the JSON body of
- * listForMember / detail as the group routes serialize it, from memory, synchronously, with the same
- * exactness as the database (a change committed anywhere is seen by the very next call); undefined
- * when the store itself must be asked (a miss, a detail of a group that does not exist, a failure).
- */
-export interface GroupCache {
-  // Each answer is the JSON either as a string of ASCII characters only (its length counts its
-  // bytes; it may be sent as latin1) or as its UTF-8 bytes, which the caller must not change.
-  /** JSON of listForMember(username): an array of groups with exactly the Group fields, in order. */
-  peekList(username: string): string | Buffer | undefined;
-  /** JSON of detail(id, username): a GroupDetail with exactly its fields, in order. */
-  peekDetail(id: number, username: string): string | Buffer | undefined;
-}
-
-/** True for a group store that also offers the in-memory answers. */
-export function hasGroupCache(store: GroupStore): store is GroupStore & GroupCache {
-  return 'peekList' in store && typeof store.peekList === 'function';
 }
 
 /**

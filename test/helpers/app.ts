@@ -8,6 +8,7 @@ import { type App, buildApp } from '../../src/app.ts';
 import type { Authenticator, VerifyResult } from '../../src/backends/authenticator.ts';
 import type { ImapAuthenticatorOptions } from '../../src/backends/imap/authenticator.ts';
 import { type Config, loadConfig } from '../../src/config/config.ts';
+import { GROUP_JSON } from '../../src/groups/json.ts';
 import { createLogger } from '../../src/logger.ts';
 import { openStores } from '../../src/store/open.ts';
 import type { Stores } from '../../src/store/types.ts';
@@ -100,7 +101,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       storeEnv['SESSION_STORE'] = config.sessionStore;
       storeEnv['REDIS_KEY_PREFIX'] = config.redisKeyPrefix;
     }
-    const opened = await openStores(config);
+    // As the server opens them (server.ts): with the group answers it serves kept in memory.
+    const opened = await openStores(config.store, { groupJson: GROUP_JSON });
     stores = opened;
     // Without an authenticator of the test's, the configured backends (the IMAP one by default).
     const app = await buildApp({

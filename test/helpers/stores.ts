@@ -12,6 +12,7 @@ import { describe } from 'node:test';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import { loadConfig } from '../../src/config/config.ts';
+import { GROUP_JSON } from '../../src/groups/json.ts';
 import { openStores } from '../../src/store/open.ts';
 import type { Stores } from '../../src/store/types.ts';
 import { startPgBouncer } from './pgbouncer.ts';
@@ -183,7 +184,8 @@ function store(
       }
       return {
         env,
-        open: () => openStores(loadConfig(env)),
+        // With the group cache, as the server opens them: the suites run on the stores it serves from.
+        open: () => openStores(loadConfig(env).store, { groupJson: GROUP_JSON }),
         async reset(stores) {
           await made.reset(stores);
           if (redisSessions) {

@@ -1,11 +1,17 @@
-// What the shared SQL layer writes differently for PostgreSQL, and how one connection runs its
-// statements (a transaction's, or the migration's own in postgres-pool.ts); postgres-driver.ts
-// adapts the pool to the layer.
+// What the shared SQL layer (sql/) writes differently for PostgreSQL, and how its transactions begin.
 import pg from 'pg';
-import type { Dialect, Mode, Result, Statement } from '../sql/driver.ts';
+import type { Dialect, Mode } from '../sql/driver.ts';
 
-/** An import may rewrite a big file; its statements get longer than a request's. */
-export const BULK_TIMEOUT_MS = 300_000;
+/**
+ * PostgreSQL text cannot hold U+0000, but a throttle key may: the username is counted before the
+ * login refuses its control characters (contract §3). An injective escape of "%" and NUL keeps
+ * such keys apart and storable; every other text is stored as it is.
+ */
+function postgresText(value: string): string {
+  return value.includes('\0') || value.includes('%')
+    ? value.replaceAll('%', '%25').replaceAll('\0', '%00')
+    : value;
+}
 
 /** How each transaction mode of the layer begins. */
 export const POSTGRES_BEGIN: Record<Mode, string> = {
@@ -24,23 +30,18 @@ export const POSTGRES_DIALECT: Dialect = {
   binaryOrder: ' COLLATE "C"',
   randomText: 'gen_random_uuid()::text',
   keyShare: ' FOR KEY SHARE',
+  forUpdate: ' FOR UPDATE',
+  limitAll: 'LIMIT ALL',
+  greatest: 'greatest',
+  // Transaction-scoped advisory lock on (this class, hashtext(text)): the two-integer lock space is
+  // apart from the migrations' one-bigint key; a hash collision only makes two texts wait for each
+  // other. Taken in its own statement: under READ COMMITTED the next statement's snapshot then sees
+  // everything the previous holder of the lock committed.
+  lockText: 'SELECT pg_advisory_xact_lock(4242002, hashtext($1))',
+  storedText: (value) => postgresText(value),
   lockGroups: 'LOCK TABLE groups IN SHARE ROW EXCLUSIVE MODE',
   lockUsers: 'LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE',
   migrationsTable:
     'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
   isUniqueViolation: (err) => err instanceof pg.DatabaseError && err.code === '23505',
 };
-
-export const result = (answer: pg.QueryResult): Result => ({
-  rows: answer.rows,
-  changes: answer.rowCount ?? 0,
-});
-
-/** Runs statements on one connection (a migration's, or a transaction's). */
-export const onClient =
-  (client: pg.ClientBase, timeoutMs?: number) =>
-  async ({ sql, params }: Statement): Promise<Result> =>
-    // query_timeout per query is honoured by pg (client.js) though @types/pg does not declare it.
-    result(
-      await client.query({ text: sql, values: [...params], query_timeout: timeoutMs } as pg.QueryConfig),
-    );

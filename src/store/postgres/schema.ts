@@ -1,9 +1,20 @@
-// Versioned migrations of the PostgreSQL database: the same tables, keys and limits as the SQLite
-// ones (sqlite-schema.ts), so that contract §4 is enforced by the database on either engine.
-// Times are milliseconds since the epoch in BIGINT, as in SQLite; char_length counts code points.
-import type { Migration } from '../sql/migrate.ts';
+// Versioned migrations of the PostgreSQL database, and their runner: the same tables, keys and limits
+// as the SQLite ones (sqlite/schema.ts), so that contract §4 is enforced by the database on either
+// engine. Times are milliseconds since the epoch in BIGINT, as in SQLite; char_length counts code
+// points.
+import pg from 'pg';
+import { stepAsync } from '../sql/driver.ts';
+import { type Migration, migrate } from '../sql/migrate.ts';
+import { POSTGRES_DIALECT } from './dialect.ts';
+import {
+  mapPostgresError,
+  onClient,
+  POOL_SETTINGS,
+  type PostgresConnection,
+  postgresConnection,
+} from './driver.ts';
 
-export const POSTGRES_MIGRATIONS: readonly Migration[] = [
+const POSTGRES_MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'users, sessions, throttle',
@@ -77,7 +88,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
     version: 3,
     name: 'guesses in flight',
     sql: `
-      -- contract §3: login attempts in flight, one row each (postgres/throttle.ts).
+      -- contract §3: login attempts in flight, one row each (sql/throttle.ts).
       CREATE TABLE throttle_pending (
         key text NOT NULL,
         id text NOT NULL,
@@ -99,3 +110,75 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
     `,
   },
 ];
+
+// Any constant works; it only has to be the same for every clubhouse process on a database.
+const MIGRATION_LOCK_KEY = 4_242_001;
+
+/**
+ * Applies pending migrations in one transaction under an advisory lock, so instances starting at
+ * once queue instead of racing. Uses its own connection without the pool's short timeouts. Behind a
+ * transaction pooler, also sets the pool's timeouts as this role's defaults in this database (issue 17).
+ */
+export async function migratePostgres(target: string | PostgresConnection): Promise<number[]> {
+  const connection = typeof target === 'string' ? postgresConnection(target) : target;
+  const client = new pg.Client({
+    connectionString: connection.url,
+    ssl: connection.ssl,
+    connectionTimeoutMillis: 10_000,
+  });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query('BEGIN');
+    // Released by COMMIT/ROLLBACK; the lock space is per database.
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    // The runner the SQLite store uses too (sql/migrate.ts), on this connection.
+    const applied = await stepAsync(
+      migrate(POSTGRES_DIALECT, POSTGRES_MIGRATIONS, Date.now()),
+      onClient(client),
+    );
+    // Only behind a pooler: a direct pool sends the timeouts at connect, and role defaults would also
+    // bind every other client of this role (an operator's psql, a bulk load) to them.
+    if (connection.transactionPooler) await setRoleTimeouts(client);
+    await client.query('COMMIT');
+    if (connection.transactionPooler) await retireIfUntimed(client);
+    return applied;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    mapPostgresError(err);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * Makes the pool's statement and lock timeouts the defaults of the current role in the current
+ * database: a transaction-mode pooler cannot carry them as startup parameters, and SET would stay
+ * on a server connection that other clients then use. Own-role defaults need no superuser.
+ */
+async function setRoleTimeouts(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ name: string }>('SELECT current_database() AS name');
+  const database = client.escapeIdentifier(rows[0]!.name);
+  for (const setting of ['statement_timeout', 'lock_timeout'] as const) {
+    // Whole numbers from our own constant: nothing outside reaches this text.
+    await client.query(
+      `ALTER ROLE CURRENT_USER IN DATABASE ${database} SET ${setting} = ${Number(POOL_SETTINGS[setting])}`,
+    );
+  }
+}
+
+/**
+ * Role defaults apply to sessions that start later. Behind a transaction-mode pooler, the server
+ * session this migration ran on (opened before the defaults existed, or while waiting for the
+ * lock) would next serve the pool without timeouts: end it, so the pooler opens a fresh one.
+ */
+async function retireIfUntimed(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ name: string; setting: string }>(
+    "SELECT name, setting FROM pg_settings WHERE name IN ('statement_timeout', 'lock_timeout')",
+  );
+  const timed = rows.every(
+    (row) => Number(row.setting) === POOL_SETTINGS[row.name as 'statement_timeout' | 'lock_timeout'],
+  );
+  // The pooler sees its server connection end and drops it; our own client is closed right after.
+  if (!timed) await client.query('SELECT pg_terminate_backend(pg_backend_pid())').catch(() => {});
+}

@@ -1,14 +1,46 @@
-// The Lua scripts of the Redis session and throttle stores (redis.ts has the key layout). Each runs
-// atomically: a session and the two sorted sets that index it never disagree, and a guess's
-// admission is checked and added in one step, whatever runs concurrently.
+// The key layout of the Redis session and throttle stores, and their Lua scripts. Under a
+// configurable prefix P (REDIS_KEY_PREFIX):
+//
+//   P session:<sha256 hex>          hash {username, created_at, expires_at, and when known client_ip,
+//                                   user_agent, last_seen}, PEXPIRE to its expiry
+//   P user-sessions:<username>      sorted set: session hex → expires_at (revokeUser, countUser)
+//   P session-expiry                sorted set: session hex → expires_at, every session
+//                                   (countActive: ZCOUNT, O(log N); purgeExpired: a range, O(log N + M))
+//   P throttle:<key>                sorted set: fingerprint → time of the failure (ZADD GT = max),
+//                                   pruned on write, PEXPIRE one window after the last failure
+//   P known-clients:<username>      sorted set: client IP → expires_at, PEXPIRE to the latest expiry
+//   P throttle-pending:<key>        hash: guess id → "expires_at|fingerprint", guesses in flight,
+//                                   PEXPIRE to the latest expiry
+//
+// Writes touching several keys are these scripts, each atomic: a session and the two sorted sets
+// that index it never disagree, and a guess's admission is checked and added in one step, whatever
+// runs concurrently. The scripts derive some key names from data (a session's user), so this needs
+// a standalone Redis or Sentinel, not Redis Cluster.
+import type { Redis } from 'ioredis';
 
-export interface RedisScript {
+/** The key names under `prefix`. */
+export function keys(prefix: string) {
+  return {
+    session: (idHex: string) => `${prefix}session:${idHex}`,
+    sessionPrefix: `${prefix}session:`,
+    userSessions: (username: string) => `${prefix}user-sessions:${username}`,
+    userSessionsPrefix: `${prefix}user-sessions:`,
+    expiry: `${prefix}session-expiry`,
+    throttle: (key: string) => `${prefix}throttle:${key}`,
+    pending: (key: string) => `${prefix}throttle-pending:${key}`,
+    knownClients: (username: string) => `${prefix}known-clients:${username}`,
+  };
+}
+
+export type Keys = ReturnType<typeof keys>;
+
+interface RedisScript {
   /** How many leading arguments are key names. */
   readonly keys: number;
   readonly lua: string;
 }
 
-export const SCRIPTS = {
+const SCRIPTS = {
   // KEYS: session, user-sessions:<user>, session-expiry. ARGV: id hex, username, created_at,
   // expires_at, ttl ms, keep, session prefix, client ip ('' unknown), user agent ('' unknown). The
   // user's set drops members already expired and lives as long as its longest session; then the
@@ -140,4 +172,22 @@ export const SCRIPTS = {
   },
 } as const satisfies Record<string, RedisScript>;
 
-export type ScriptName = keyof typeof SCRIPTS;
+type ScriptName = keyof typeof SCRIPTS;
+
+export type Scripts = Record<ScriptName, (keys: string[], args: (string | number)[]) => Promise<unknown>>;
+
+/** Registers the Lua scripts (EVALSHA, falling back to EVAL after a Redis restart empties its cache). */
+export function defineScripts(client: Redis): Scripts {
+  const scripts = {} as Scripts;
+  for (const [name, { keys, lua }] of Object.entries(SCRIPTS) as [
+    ScriptName,
+    (typeof SCRIPTS)[ScriptName],
+  ][]) {
+    client.defineCommand(`clubhouse_${name}`, { numberOfKeys: keys, lua });
+    const command = (client as unknown as Record<string, (...args: (string | number)[]) => Promise<unknown>>)[
+      `clubhouse_${name}`
+    ]!;
+    scripts[name] = (keys, args) => command.call(client, ...keys, ...args);
+  }
+  return scripts;
+}

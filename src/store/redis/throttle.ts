@@ -1,9 +1,10 @@
-// The throttle counters in Redis (contract §3): the same facts as the SQL stores, as sorted sets and
-// hashes under the key layout described in redis.ts; writes touching several keys are Lua scripts.
+// The throttle counters in Redis (contract §3): the same facts as the SQL stores (sql/throttle.ts), as
+// sorted sets and hashes under the key layout of scripts.ts; writes touching several keys are Lua
+// scripts or a MULTI.
 import type { Redis } from 'ioredis';
-import { StoreUnavailableError } from '../../errors.ts';
 import type { ThrottleStore } from '../types.ts';
-import { isRedisUnavailable, type Keys, mapped, type Scripts } from './client.ts';
+import { execMulti, mapped } from './driver.ts';
+import type { Keys, Scripts } from './scripts.ts';
 
 /** The throttle store (contract §3): failures, known clients and guesses in flight. */
 export function redisThrottleStore(client: Redis, k: Keys, run: Scripts): ThrottleStore {
@@ -74,17 +75,4 @@ export function redisThrottleStore(client: Redis, k: Keys, run: Scripts): Thrott
     // guess) and is pruned on each write, so Redis reclaims the memory by itself: nothing to scan.
     purgeExpired: async () => {},
   };
-}
-
-/** Runs a MULTI; a command that failed inside it fails the whole call, mapped like any other. */
-async function execMulti(multi: ReturnType<Redis['multi']>): Promise<void> {
-  const results = await mapped(multi.exec());
-  // null: the transaction was discarded (a connection lost between MULTI and EXEC).
-  if (results === null) throw new StoreUnavailableError('sessions');
-  for (const [err] of results) {
-    if (err !== null) {
-      if (isRedisUnavailable(err)) throw new StoreUnavailableError('sessions', { cause: err });
-      throw err;
-    }
-  }
 }

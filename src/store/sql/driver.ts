@@ -1,4 +1,5 @@
-// The tiny driver under the shared SQL layer (users.ts, groups.ts, import-data.ts, migrate.ts).
+// The tiny driver under the shared SQL layer (users.ts, groups.ts, import-data.ts, usernames.ts,
+// sessions.ts, throttle.ts, migrate.ts).
 //
 // The layer writes each operation once, as a generator of statements: it yields a statement,
 // receives its rows, and returns the answer. A driver runs those steps: SQLite's synchronously,
@@ -36,7 +37,10 @@ export type Steps<T> = Generator<Statement, T, Result>;
 export type Mode = 'write' | 'snapshot' | 'bulk';
 
 /** A column of a bulk parameter: its name and PostgreSQL array element type. */
-export type Column = readonly [name: string, type: 'integer' | 'smallint' | 'text' | 'boolean'];
+export type Column = readonly [
+  name: string,
+  type: 'integer' | 'smallint' | 'bigint' | 'text' | 'boolean' | 'bytea',
+];
 
 /** What differs between the SQL the layer writes for SQLite and for PostgreSQL. */
 export interface Dialect {
@@ -54,6 +58,19 @@ export interface Dialect {
   readonly randomText: string;
   /** Suffix of a SELECT that keeps the row from being deleted until the transaction ends. */
   readonly keyShare: string;
+  /** Suffix of a SELECT that keeps other writers off its rows until the transaction ends. */
+  readonly forUpdate: string;
+  /** A LIMIT that keeps every row, for an OFFSET alone (SQLite's grammar wants a LIMIT first). */
+  readonly limitAll: string;
+  /** The function answering the largest of its arguments. */
+  readonly greatest: string;
+  /**
+   * A statement locking the text $1 until the transaction ends, so that two transactions about the
+   * same text run one after the other; null when the transaction's write lock does it.
+   */
+  readonly lockText: string | null;
+  /** A text parameter as the engine can store it (PostgreSQL's text cannot hold U+0000). */
+  storedText(value: string): string;
   /** Makes writers of `groups` queue behind this transaction; null when the write lock does it. */
   readonly lockGroups: string | null;
   /** The same for `users` (and for another process renaming them: it conflicts with itself). */

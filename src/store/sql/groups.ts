@@ -1,8 +1,8 @@
 // The GroupStore of contract §3/§4 on either SQL engine: the two reads of the request path, the
 // admin's writes (clubhouse group …, member …) and the export. The import is import-data.ts.
-import { CONFLICT, conflict } from '../conflicts.ts';
+import { CONFLICT, conflict } from '../errors.ts';
+import type { Group, GroupStore, ImportData, Membership, NewGroup } from '../group-types.ts';
 import { MAX_GROUP_ID } from '../limits.ts';
-import type { Group, GroupStore, ImportData, Membership, NewGroup } from '../types.ts';
 import { change, type Dialect, type SqlDriver, type Steps, select } from './driver.ts';
 import { importData, writeMemberships } from './import-data.ts';
 import { GROUP_COLUMNS, toExportedUser, toGroup, toGroupDetail, toMembership } from './rows.ts';

@@ -1,8 +1,8 @@
 // The import of contract §4 on either SQL engine: one transaction, set-based statements (a big file
 // costs a handful of statements, not one per row), every conflict with what is stored named by
 // the entry's path, and nothing written unless there is none.
-import { CONFLICT, ImportConflictError, type ImportProblem } from '../conflicts.ts';
-import type { ImportData, Membership } from '../types.ts';
+import { CONFLICT, ImportConflictError, type ImportProblem } from '../errors.ts';
+import type { ImportData, Membership } from '../group-types.ts';
 import type { Column, Dialect, Row, Steps } from './driver.ts';
 
 const ID_NAME: readonly Column[] = [

@@ -1,5 +1,5 @@
 // The migration runner of both engines: applies, in one transaction, the versions the database has
-// not seen. Each engine keeps its own SQL (sqlite-schema.ts, postgres-schema.ts) and its own way to
+// not seen. Each engine keeps its own SQL (sqlite/schema.ts, postgres/schema.ts) and its own way to
 // make concurrent starts queue (SQLite's write lock, PostgreSQL's advisory lock).
 import type { Dialect, Steps } from './driver.ts';
 

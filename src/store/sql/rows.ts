@@ -1,13 +1,17 @@
 // Rows into the types of store/types.ts, once for both engines. SQLite answers INTEGER columns as
 // numbers and booleans as 0/1; PostgreSQL answers BIGINT as strings and booleans as booleans:
 // Number() and `Number(x) === 1` read both the same way.
-import type { Group, GroupDetail, Membership, StoredMemberStatus, UserRecord } from '../types.ts';
+
+import type { Group, GroupDetail, Membership, StoredMemberStatus } from '../group-types.ts';
+import type { SessionRecord, StoredSession, UserRecord } from '../types.ts';
 import type { Row } from './driver.ts';
 
 export const GROUP_COLUMNS = 'g.id, g.name, g.description, g.short_description, g.activities, g.type';
 export const USER_COLUMNS = 'username, active, created_at, last_login_at';
 
 const isTrue = (value: unknown) => Number(value) === 1;
+const numberOrNull = (value: unknown) => (value === null ? null : Number(value));
+const textOrNull = (value: unknown) => (value === null ? null : String(value));
 
 export function toGroup(row: Row): Group {
   return {
@@ -31,7 +35,7 @@ export function toUser(row: Row): UserRecord {
     username: String(row['username']),
     active: isTrue(row['active']),
     createdAt: Number(row['created_at']),
-    lastLoginAt: row['last_login_at'] === null ? null : Number(row['last_login_at']),
+    lastLoginAt: numberOrNull(row['last_login_at']),
   };
 }
 
@@ -45,4 +49,22 @@ export function toMembership(row: Row): Membership {
     username: String(row['username']),
     status: Number(row['status']) as StoredMemberStatus,
   };
+}
+
+export const SESSION_COLUMNS = 'id_hash, created_at, expires_at, last_seen, client_ip, user_agent';
+
+/** SQLite answers a BLOB as a Uint8Array, pg a bytea as a Buffer. */
+export function toStoredSession(row: Row): StoredSession {
+  return {
+    idHash: Buffer.from(row['id_hash'] as Uint8Array),
+    createdAt: Number(row['created_at']),
+    expiresAt: Number(row['expires_at']),
+    lastSeen: numberOrNull(row['last_seen']),
+    clientIp: textOrNull(row['client_ip']),
+    userAgent: textOrNull(row['user_agent']),
+  };
+}
+
+export function toSessionRecord(row: Row): SessionRecord {
+  return { username: String(row['username']), expiresAt: Number(row['expires_at']) };
 }

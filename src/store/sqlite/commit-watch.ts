@@ -140,9 +140,7 @@ function release(key: string): void {
 }
 
 /** How many -shm descriptors this process holds (tests). */
-export function openShmFiles(): number {
-  return OPEN_FILES.size;
-}
+export const openShmFiles = (): number => OPEN_FILES.size;
 
 /** The -shm file of `db`'s main database when `db` is in WAL mode on a file; else null. */
 function shmPathOf(db: DatabaseSync): string | null {

@@ -1,12 +1,11 @@
 // The SQLite side of the shared SQL layer: the connection with the pragmas every process shares, its
-// failure mapping, its transactions, and the driver that runs the layer's steps synchronously.
+// failure mapping, its transactions, and the driver that runs the layer's steps synchronously (what
+// the layer writes differently for SQLite is dialect.ts).
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
-import { StoreUnavailableError } from '../../errors.ts';
+import { StoreUnavailableError } from '../errors.ts';
 import {
-  type Column,
-  type Dialect,
   type Mode,
   type Result,
   type SqlDriver,
@@ -14,6 +13,7 @@ import {
   type Steps,
   stepSync,
 } from '../sql/driver.ts';
+import { SQLITE_BEGIN, SQLITE_DIALECT, sqliteSql } from './dialect.ts';
 
 // SQLite primary result codes that mean "cannot answer now", not "bad data".
 const UNAVAILABLE_CODES = new Set([
@@ -44,11 +44,6 @@ function errorOf(err: unknown): unknown {
   } catch (mapped) {
     return mapped;
   }
-}
-
-/** The file path of a `sqlite:PATH` database URL. */
-export function sqlitePath(databaseUrl: string): string {
-  return databaseUrl.replace(/^sqlite:(\/\/)?/, '');
 }
 
 /**
@@ -86,37 +81,13 @@ export function transaction<T>(db: DatabaseSync, work: () => T, begin = 'BEGIN I
   }
 }
 
-export const SQLITE_DIALECT: Dialect = {
-  // json_each walks one JSON array of rows; `key` is the row's 0-based index.
-  rows: (first, columns) =>
-    `(SELECT ${columns.map(([name], i) => `json_extract(value, '$[${i}]') AS ${name}`).join(', ')}, key + 1 AS ord
-      FROM json_each($${first})) AS f`,
-  bulk: (_columns: readonly Column[], rows) => [JSON.stringify(rows)],
-  binaryOrder: '',
-  randomText: 'lower(hex(randomblob(16)))',
-  // The IMMEDIATE transaction holds the write lock: no one deletes anything meanwhile.
-  keyShare: '',
-  lockGroups: null,
-  lockUsers: null,
-  migrationsTable:
-    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT',
-  // SQLITE_CONSTRAINT_UNIQUE (2067) and _PRIMARYKEY (1555) mean "taken": a CHECK failure (275) is a
-  // bug in the validation, not a conflict, and must not be reported as one.
-  isUniqueViolation: (err) => {
-    const errcode = (err as { errcode?: number }).errcode;
-    return errcode === 2067 || errcode === 1555;
-  },
-};
-
-const BEGIN: Record<Mode, string> = { write: 'BEGIN IMMEDIATE', bulk: 'BEGIN IMMEDIATE', snapshot: 'BEGIN' };
-
 export interface SqliteDriver extends SqlDriver {
   /** `run` without the promise: for callers that are synchronous themselves (opening, migrating). */
   runSync<T>(steps: Steps<T>, mode?: Mode): T;
 }
 
-/** The layer's SQL as SQLite runs it: $1 is a named parameter to SQLite, ?1 the numbered one meant. */
-export const sqliteSql = (sql: string) => sql.replace(/\$(\d+)/g, '?$1');
+const isBoolean = (value: unknown) => typeof value === 'boolean';
+const sqliteValue = (value: unknown) => (typeof value === 'boolean' ? Number(value) : value);
 
 /** The driver on `db`: statements are prepared once (by SQL text) and run synchronously. */
 export function sqliteDriver(db: DatabaseSync): SqliteDriver {
@@ -134,7 +105,7 @@ export function sqliteDriver(db: DatabaseSync): SqliteDriver {
     }
     const { statement, reads } = prepared.get(sql) ?? prepare(sql);
     // SQLite has no booleans: TRUE is 1.
-    const values = params.map((p) => (typeof p === 'boolean' ? Number(p) : p)) as SQLInputValue[];
+    const values = (params.some(isBoolean) ? params.map(sqliteValue) : params) as SQLInputValue[];
     if (reads) {
       const rows = statement.all(...values);
       return { rows, changes: rows.length };
@@ -142,7 +113,9 @@ export function sqliteDriver(db: DatabaseSync): SqliteDriver {
     return { rows: [], changes: Number(statement.run(...values).changes) };
   };
   const runSync = <T>(steps: Steps<T>, mode?: Mode): T =>
-    mode === undefined ? stepSync(steps, exec) : transaction(db, () => stepSync(steps, exec), BEGIN[mode]);
+    mode === undefined
+      ? stepSync(steps, exec)
+      : transaction(db, () => stepSync(steps, exec), SQLITE_BEGIN[mode]);
   return {
     dialect: SQLITE_DIALECT,
     runSync,

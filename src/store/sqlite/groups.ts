@@ -11,18 +11,26 @@
 //   was committed since it last caught up, by anyone, this connection included; only then does it
 //   read the generation (one row), and drops everything if it moved. Writes are rare: dropping the
 //   whole cache is simpler than knowing what a change touched, and as exact.
-// What is kept: each group's JSON (the list's element; the detail adds member_status to it), and
-// each user's memberships (group ids and statuses, every status: the detail needs pending ones too).
-// A list is the JSON of the user's member and administrator groups joined; a detail, the group's
-// JSON with the status spliced in. Both are bounded (oldest first out). An answer made only of ASCII
-// JSON is a string the socket is sent as latin1 (one byte a character, no encoding: UTF-8 encoding
-// of a 5 KiB list cost 4 µs a request); one with any other character is its UTF-8 bytes.
+// What is kept: each group's JSON as the caller's GroupJson writes it (opaque bytes: the list's
+// element, and what a detail is built from), and each user's memberships (group ids and statuses,
+// every status: the detail needs pending ones too). A list is built from the JSON of the user's
+// member and administrator groups; a detail, from the group's JSON and the status. Both are bounded
+// (oldest first out).
 import type { DatabaseSync } from 'node:sqlite';
+import type {
+  Group,
+  GroupCache,
+  GroupDetail,
+  GroupJson,
+  GroupStore,
+  JsonBytes,
+  MemberStatus,
+} from '../group-types.ts';
 import { GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
 import { GROUP_COLUMNS, toGroup, toGroupDetail } from '../sql/rows.ts';
-import type { Group, GroupCache, GroupDetail, GroupStore, MemberStatus } from '../types.ts';
 import type { CommitWatch } from './commit-watch.ts';
-import { type SqliteDriver, sqliteSql, transaction } from './driver.ts';
+import { sqliteSql } from './dialect.ts';
+import { type SqliteDriver, transaction } from './driver.ts';
 
 /**
  * Bounds of the cache, in approximate bytes of memory, and the most memberships kept per user. The
@@ -40,21 +48,9 @@ export type GroupCacheLimits = { readonly [K in keyof typeof GROUP_CACHE_LIMITS]
 
 type Call = <T>(work: () => T) => Promise<T>;
 
-/**
- * A group's JSON as kept: an ASCII one as its string, any other as its UTF-8 bytes; either way
- * `.length` counts its bytes.
- */
-type GroupJson = string | Buffer;
-
-const isAscii = (json: string) => Buffer.byteLength(json) === json.length;
-const keptJson = (json: string): GroupJson => (isAscii(json) ? json : Buffer.from(json));
-const textOf = (json: GroupJson): string => (typeof json === 'string' ? json : json.toString());
-
-/** `parts` as one JSON array: a string when every part is ASCII, else its UTF-8 bytes. */
-function listJson(parts: readonly GroupJson[]): string | Buffer {
-  const text = `[${parts.map(textOf).join(',')}]`;
-  return parts.every((part) => typeof part === 'string') ? text : Buffer.from(text);
-}
+/** The same bytes (a group unchanged since it was kept). */
+const same = (a: JsonBytes, b: JsonBytes) =>
+  typeof a === 'string' ? a === b : typeof b !== 'string' && a.equals(b);
 
 /** A user's memberships: group ids ascending, and the status of each. */
 interface Memberships {
@@ -120,12 +116,16 @@ function statusOf(memberships: Memberships, id: number): MemberStatus {
   return -1;
 }
 
-/** The SQLite group store with its cache; `call` maps SQLite errors the way the other stores do. */
+/**
+ * The SQLite group store with its cache of the answers `json` writes; `call` maps SQLite errors the
+ * way the other stores do.
+ */
 export function cachedSqliteGroups(
   db: DatabaseSync,
   driver: SqliteDriver,
   call: Call,
   watch: CommitWatch,
+  json: GroupJson,
   limits: GroupCacheLimits = GROUP_CACHE_LIMITS,
 ): GroupStore & GroupCache {
   const shared = sqlGroupStore(driver);
@@ -137,9 +137,10 @@ export function cachedSqliteGroups(
   const listQuery = db.prepare(sqliteSql(GROUP_QUERIES.listForMember));
   const detailQuery = db.prepare(sqliteSql(GROUP_QUERIES.detail));
 
-  // Approximate bytes: the characters, and the string's (a Buffer's) and the Map entry's own share.
-  const groups = new WeighedMap<number, GroupJson>(limits.groupBytes, (json) =>
-    typeof json === 'string' ? json.length + 48 : json.length + 200,
+  // Approximate bytes: the JSON's (its length, JsonBytes), and the string's (a Buffer's) and the Map
+  // entry's own share.
+  const groups = new WeighedMap<number, JsonBytes>(limits.groupBytes, (kept) =>
+    typeof kept === 'string' ? kept.length + 48 : kept.length + 200,
   );
   const members = new WeighedMap<string, Memberships>(limits.membershipBytes, (m) => 5 * m.ids.length + 160);
   let generation = Number.NaN;
@@ -161,10 +162,10 @@ export function cachedSqliteGroups(
     seenEpoch = epoch;
   };
   const keepGroup = (group: Group) => {
-    const json = JSON.stringify(group);
+    const written = json.group(group);
     // Unchanged: left where it is (a re-insertion would only churn the Map).
     const kept = groups.get(group.id);
-    if (kept === undefined || textOf(kept) !== json) groups.set(group.id, keptJson(json));
+    if (kept === undefined || !same(kept, written)) groups.set(group.id, written);
   };
 
   /**
@@ -217,15 +218,15 @@ export function cachedSqliteGroups(
         sync();
         const memberships = members.get(username);
         if (memberships === undefined) return undefined;
-        const parts: GroupJson[] = [];
+        const parts: JsonBytes[] = [];
         const { ids, statuses } = memberships;
         for (let i = 0; i < ids.length; i++) {
           if (statuses[i] === 0) continue;
-          const json = groups.get(ids[i]!);
-          if (json === undefined) return undefined;
-          parts.push(json);
+          const kept = groups.get(ids[i]!);
+          if (kept === undefined) return undefined;
+          parts.push(kept);
         }
-        return listJson(parts);
+        return json.list(parts);
       } catch {
         return undefined; // the asynchronous path will report the failure
       }
@@ -233,12 +234,10 @@ export function cachedSqliteGroups(
     peekDetail(id, username) {
       try {
         sync();
-        const json = groups.get(id);
+        const kept = groups.get(id);
         const memberships = members.get(username);
-        if (json === undefined || memberships === undefined) return undefined;
-        // The detail's fields are the group's, then member_status (schemas.ts: groupDetail).
-        const detail = `${textOf(json).slice(0, -1)},"member_status":${statusOf(memberships, id)}}`;
-        return typeof json === 'string' ? detail : Buffer.from(detail);
+        if (kept === undefined || memberships === undefined) return undefined;
+        return json.detail(kept, statusOf(memberships, id));
       } catch {
         return undefined;
       }

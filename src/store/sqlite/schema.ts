@@ -1,7 +1,10 @@
-// Versioned migrations of the embedded SQLite database. Limits of contract §4 (limits.ts) are
-// enforced here (CHECK, UNIQUE, foreign keys, STRICT types) as well as in the code; the limits test
-// proves the two agree.
-import type { Migration } from '../sql/migrate.ts';
+// Versioned migrations of the embedded SQLite database, and their runner. Limits of contract §4
+// (limits.ts) are enforced here (CHECK, UNIQUE, foreign keys, STRICT types) as well as in the code;
+// the limits tests of store-contract.test.ts prove the two agree.
+import type { DatabaseSync } from 'node:sqlite';
+import { type Migration, migrate } from '../sql/migrate.ts';
+import { SQLITE_DIALECT } from './dialect.ts';
+import { sqliteDriver } from './driver.ts';
 
 export const SQLITE_MIGRATIONS: readonly Migration[] = [
   {
@@ -76,7 +79,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     version: 3,
     name: 'session deletion log',
     sql: `
-      -- Every process keeps recent sessions in memory (sqlite-sessions.ts). A deletion of a live
+      -- Every process keeps recent sessions in memory (sqlite/sessions.ts). A deletion of a live
       -- session (logout, revoke, disable, rotation) is logged here, in the deleting transaction,
       -- so every other process evicts it before answering its next request.
       CREATE TABLE session_deletions (
@@ -158,3 +161,9 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     `,
   },
 ];
+
+/** Applies pending migrations; safe when several processes start at once. Returns the versions applied. */
+export function migrateSqlite(db: DatabaseSync): number[] {
+  // The IMMEDIATE transaction's write lock makes concurrent starts queue.
+  return sqliteDriver(db).runSync(migrate(SQLITE_DIALECT, SQLITE_MIGRATIONS, Date.now()), 'write');
+}

@@ -6,15 +6,21 @@
 // another connection committed (PRAGMA data_version), and if so evicts every session that was deleted
 // meanwhile. Its own deletions it evicts at once, the sessions a login ends beyond the per-user cap
 // (contract §9) included: they go through the same log.
+// The session SQL itself is the shared layer's (sql/sessions.ts), run synchronously here (a miss's
+// lookup prepared once, without the steps' machinery: it is the check's path); what only SQLite has,
+// the deletion log (migration 3) and PRAGMA data_version, is read here.
 import type { DatabaseSync } from 'node:sqlite';
-import type { SessionCache, SessionRecord, SessionStore, StoredSession } from '../types.ts';
+import { toSessionRecord } from '../sql/rows.ts';
+import { SESSION_GET, sessionSteps } from '../sql/sessions.ts';
+import type { SessionCache, SessionRecord, SessionStore } from '../types.ts';
 import { type CommitWatch, unwatched } from './commit-watch.ts';
-import { transaction } from './driver.ts';
+import { SQLITE_DIALECT, sqliteSql } from './dialect.ts';
+import { sqliteDriver } from './driver.ts';
 
 /** Sessions kept in memory per process; beyond this the oldest entries are dropped. */
-export const SESSION_CACHE_ENTRIES = 100_000;
+const SESSION_CACHE_ENTRIES = 100_000;
 /** How long deletion log entries are kept: a process idle for longer forgets its whole cache. */
-export const DELETION_LOG_RETENTION_MS = 10 * 60 * 1000;
+const DELETION_LOG_RETENTION_MS = 10 * 60 * 1000;
 
 type Call = <T>(work: () => T) => Promise<T>;
 
@@ -28,28 +34,10 @@ export function cachedSqliteSessions(
   watch: CommitWatch = unwatched(),
   capacity = SESSION_CACHE_ENTRIES,
 ): SessionStore & SessionCache {
-  const insert = db.prepare(
-    'INSERT INTO sessions (id_hash, username, created_at, expires_at, client_ip, user_agent) VALUES (?, ?, ?, ?, ?, ?)',
-  );
-  // contract §9: the user's live sessions beyond `keep`, oldest first out; the new one always stays.
-  const evict = db.prepare(
-    `DELETE FROM sessions WHERE id_hash IN (
-       SELECT id_hash FROM sessions WHERE username = ? AND expires_at > ? AND id_hash <> ?
-       ORDER BY created_at DESC, id_hash DESC LIMIT -1 OFFSET ?)`,
-  );
-  const listUser = db.prepare(
-    'SELECT id_hash, created_at, expires_at, last_seen, client_ip, user_agent FROM sessions WHERE username = ? AND expires_at > ?',
-  );
-  const touch = db.prepare(
-    'UPDATE sessions SET last_seen = max(coalesce(last_seen, 0), ?) WHERE id_hash = ? AND coalesce(last_seen, 0) < ?',
-  );
-  const select = db.prepare('SELECT username, expires_at FROM sessions WHERE id_hash = ? AND expires_at > ?');
-  const remove = db.prepare('DELETE FROM sessions WHERE id_hash = ?');
-  const removeUser = db.prepare('DELETE FROM sessions WHERE username = ?');
-  const countUser = db.prepare('SELECT count(*) AS n FROM sessions WHERE username = ? AND expires_at > ?');
-  const purge = db.prepare('DELETE FROM sessions WHERE expires_at <= ?');
+  const { runSync } = sqliteDriver(db);
+  const steps = sessionSteps(SQLITE_DIALECT);
+  const select = db.prepare(sqliteSql(SESSION_GET));
   const purgeLog = db.prepare('DELETE FROM session_deletions WHERE at <= ?');
-  const countActive = db.prepare('SELECT count(*) AS n FROM sessions WHERE expires_at > ?');
   const dataVersion = db.prepare('PRAGMA data_version');
   const deletionsAfter = db.prepare('SELECT seq, id_hash FROM session_deletions WHERE seq > ? ORDER BY seq');
   const entryAt = db.prepare('SELECT id_hash FROM session_deletions WHERE seq = ?');
@@ -145,66 +133,45 @@ export function cachedSqliteSessions(
       call(() => {
         // IMMEDIATE: the write lock is held from the insert to the eviction, so two logins at once
         // in two processes cannot both count 100 and leave 101 (contract §9).
-        const ended = transaction(db, () => {
-          insert.run(s.idHash, s.username, s.createdAt, s.expiresAt, s.clientIp, s.userAgent);
-          return Number(evict.run(s.username, s.createdAt, s.idHash, Math.max(0, keep - 1)).changes);
-        });
+        const ended = runSync(steps.create(s, keep), 'write');
         if (ended > 0) readLog();
         remember(s.idHash.toString('hex'), { username: s.username, expiresAt: s.expiresAt });
         return ended;
       }),
-    list: (username, now) =>
-      call(() =>
-        listUser.all(username, now).map(
-          (row): StoredSession => ({
-            idHash: Buffer.from(row['id_hash'] as Uint8Array),
-            createdAt: Number(row['created_at']),
-            expiresAt: Number(row['expires_at']),
-            lastSeen: row['last_seen'] === null ? null : Number(row['last_seen']),
-            clientIp: row['client_ip'] === null ? null : String(row['client_ip']),
-            userAgent: row['user_agent'] === null ? null : String(row['user_agent']),
-          }),
-        ),
-      ),
-    touch: (sightings) =>
-      call(() => {
-        if (sightings.length === 0) return;
-        transaction(db, () => {
-          for (const { idHash, at } of sightings) touch.run(at, idHash, at);
-        });
-      }),
+    list: (username, now) => call(() => runSync(steps.list(username, now))),
+    touch: (sightings) => call(() => runSync(steps.touch(sightings))),
     get: (idHash, now) =>
       call(() => {
         const known = cached(idHash.toString('hex'), now);
         if (known !== undefined) return known;
         const row = select.get(idHash, now);
         if (row === undefined) return null;
-        const record = { username: String(row['username']), expiresAt: Number(row['expires_at']) };
+        const record = toSessionRecord(row);
         remember(idHash.toString('hex'), record);
         return record;
       }),
     delete: (idHash) =>
       call(() => {
         cache.delete(idHash.toString('hex'));
-        const deleted = remove.run(idHash).changes > 0;
+        const deleted = runSync(steps.delete(idHash)) > 0;
         readLog();
         return deleted;
       }),
     revokeUser: (username) =>
       call(() => {
-        const revoked = Number(removeUser.run(username).changes);
+        const revoked = runSync(steps.revokeUser(username));
         readLog();
         return revoked;
       }),
-    countUser: (username, now) => call(() => Number(countUser.get(username, now)?.['n'] ?? 0)),
+    countUser: (username, now) => call(() => runSync(steps.countUser(username, now))),
     purgeExpired: (now) =>
       call(() => {
-        const purged = Number(purge.run(now).changes);
+        const purged = runSync(steps.purgeExpired(now));
         readLog();
         for (const [key, record] of cache) if (record.expiresAt <= now) cache.delete(key);
         purgeLog.run(now - DELETION_LOG_RETENTION_MS);
         return purged;
       }),
-    countActive: (now) => call(() => Number(countActive.get(now)?.['n'] ?? 0)),
+    countActive: (now) => call(() => runSync(steps.countActive(now))),
   };
 }

@@ -2,23 +2,11 @@
 // that is not asked for is off, TLS that is asked for is never silently downgraded, and a server is
 // trusted without verification only when `sslmode=require` says so by name. pg's own reading of
 // these words differs by version (`require` verifies in pg 8, not in libpq), so clubhouse removes
-// them from the URL and hands pg an explicit `ssl` option instead.
-import { readFileSync } from 'node:fs';
-import type { ConnectionOptions } from 'node:tls';
-import type { TlsState } from '../types.ts';
-
-export type PostgresSslMode = 'disable' | 'require' | 'verify-full';
-
-export interface PostgresTls {
-  /** DATABASE_URL without its ssl* parameters (pg would apply its own reading of them). */
-  readonly url: string;
-  readonly mode: PostgresSslMode;
-  /** The CA to verify against: sslrootcert or DATABASE_CA_FILE; null = the system's roots. */
-  readonly caFile: string | null;
-}
+// them from the URL, and the store hands pg an explicit `ssl` option instead (store/postgres/driver.ts).
+import type { PostgresSslMode, PostgresTarget } from '../store/options.ts';
 
 export type PostgresTlsResult =
-  | { readonly ok: true; readonly tls: PostgresTls }
+  | { readonly ok: true; readonly tls: PostgresTarget }
   | { readonly ok: false; readonly variable: string; readonly message: string };
 
 const MODES: readonly PostgresSslMode[] = ['disable', 'require', 'verify-full'];
@@ -68,20 +56,4 @@ export function parsePostgresTls(databaseUrl: string, databaseCaFile: string | n
   }
   for (const name of SSL_PARAMETERS) params.delete(name);
   return { ok: true, tls: { url: url.toString(), mode: known, caFile } };
-}
-
-/** The `ssl` option for pg: false, or TLS options that verify as `mode` says. Reads the CA file. */
-export function pgSslOptions(tls: PostgresTls): false | ConnectionOptions {
-  if (tls.mode === 'disable') return false;
-  if (tls.mode === 'require') return { rejectUnauthorized: false };
-  // verify-full: the chain to the CA and the host name (Node's default check against the host).
-  return tls.caFile === null
-    ? { rejectUnauthorized: true }
-    : { rejectUnauthorized: true, ca: readFileSync(tls.caFile, 'utf8') };
-}
-
-/** What /readyz and `clubhouse config check` say about the connection. */
-export function postgresTlsState(tls: PostgresTls): TlsState {
-  if (tls.mode === 'disable') return 'off';
-  return tls.mode === 'require' ? 'not verified' : 'verified';
 }

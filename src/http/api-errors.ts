@@ -102,18 +102,8 @@ export class FieldErrors extends Error {
   }
 }
 
-/** A store (database, Redis) could not answer; the API says 503 with Retry-After. */
-export class StoreUnavailableError extends Error {
-  override readonly name = 'StoreUnavailableError';
-  readonly store: string;
-  constructor(store: string, options?: { cause?: unknown }) {
-    super(`${store} unavailable`, options);
-    this.store = store;
-  }
-}
-
 /** Seconds a client is told to wait after a 503 (contract §2). */
-export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 /** The 503 answered when a store is unreachable. */
 export function unavailable(): ApiError {

@@ -2,23 +2,7 @@
 // against REDIS_CA_FILE or the system's roots) or Sentinel (`redis-sentinel://h1:26379,h2:26379/
 // mymaster`: the sentinels to ask, and the name of the primary they watch). A Sentinel address list
 // is not a URL that ioredis or WHATWG can parse (several hosts), hence this small reader.
-import { readFileSync } from 'node:fs';
-import type { ConnectionOptions } from 'node:tls';
-import type { TlsState } from '../types.ts';
-
-export interface RedisEndpoint {
-  readonly host: string;
-  readonly port: number;
-}
-
-export type RedisTarget =
-  | {
-      readonly kind: 'standalone';
-      readonly url: string;
-      readonly tls: boolean;
-      readonly caFile: string | null;
-    }
-  | { readonly kind: 'sentinel'; readonly sentinels: readonly RedisEndpoint[]; readonly name: string };
+import type { RedisEndpoint, RedisTarget } from '../store/options.ts';
 
 export type RedisTargetResult =
   | { readonly ok: true; readonly target: RedisTarget }
@@ -63,17 +47,4 @@ export function parseRedisTarget(sessionStore: string, redisCaFile: string | nul
     'SESSION_STORE',
     'expected redis://…, rediss://… or redis-sentinel://host:26379,…/MASTER (or leave unset to keep sessions in the database)',
   );
-}
-
-/** The ioredis `tls` option for a standalone target: verification always on. Reads the CA file. */
-export function redisTlsOptions(target: RedisTarget): ConnectionOptions | undefined {
-  if (target.kind !== 'standalone' || !target.tls) return undefined;
-  return target.caFile === null
-    ? { rejectUnauthorized: true }
-    : { rejectUnauthorized: true, ca: readFileSync(target.caFile, 'utf8') };
-}
-
-/** What /readyz and `clubhouse config check` say about the connection. */
-export function redisTlsState(target: RedisTarget): TlsState {
-  return target.kind === 'standalone' && target.tls ? 'verified' : 'off';
 }

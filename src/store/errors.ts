@@ -1,3 +1,17 @@
+// The store's own errors: a store that cannot answer now, and data that conflicts with what is
+// stored. The HTTP layer turns the first into a 503 (contract §2), the import and the CLI name the
+// second's entries (contract §4).
+
+/** A store (database, Redis) could not answer; the API says 503 with Retry-After. */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  readonly store: string;
+  constructor(store: string, options?: { cause?: unknown }) {
+    super(`${store} unavailable`, options);
+    this.store = store;
+  }
+}
+
 // What a store answers when valid-looking data conflicts with what is stored (contract §4: a name
 // taken, a group missing, an id in use). Every message is written once, here; the import names the
 // entry by its JSON path, the CLI shows the reason.

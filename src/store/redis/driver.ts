@@ -1,0 +1,126 @@
+// The Redis side of the session store: the client a target makes (its TLS options, read here), its
+// first connection, and its failure mapping. A Redis that cannot answer makes the session and
+// throttle stores answer StoreUnavailableError('sessions') (HTTP 503); the client reconnects by itself.
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
+import { Redis, ReplyError } from 'ioredis';
+import { StoreUnavailableError } from '../errors.ts';
+import type { RedisTarget } from '../options.ts';
+
+/** Client settings: a dead Redis answers within a bounded time, and the client reconnects forever. */
+const REDIS_SETTINGS = {
+  // Commands fail at once while disconnected instead of queueing behind a reconnect.
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  // A command Redis accepted but never answered (a hung server) fails after this long.
+  commandTimeout: 2000,
+  connectTimeout: 2000,
+  // Reconnect with a backoff capped at 1 s, forever: the store recovers when Redis is back.
+  retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
+  lazyConnect: true,
+} as const;
+
+/**
+ * Sentinel (issue 17): ask the sentinels for the primary on every (re)connect, and drop a connection
+ * to a primary that was demoted (READONLY): the next connection goes to the new one. Commands in
+ * between fail at once (503), never queue. (ioredis's failoverDetector is left off: its sentinel
+ * subscribers outlive quit() and reconnect forever.)
+ */
+const SENTINEL_SETTINGS = {
+  role: 'master',
+  sentinelRetryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
+  sentinelCommandTimeout: 2000,
+  reconnectOnError: (err: Error) => /^READONLY\b/.test(err.message),
+} as const;
+
+/** Longest start-up wait for a first connection (ioredis itself retries a sentinel list forever). */
+const FIRST_CONNECT_DEADLINE_MS = 10_000;
+
+/** The ioredis `tls` option for a standalone target: verification always on. Reads the CA file. */
+function redisTlsOptions(target: RedisTarget): ConnectionOptions | undefined {
+  if (target.kind !== 'standalone' || !target.tls) return undefined;
+  return target.caFile === null
+    ? { rejectUnauthorized: true }
+    : { rejectUnauthorized: true, ca: readFileSync(target.caFile, 'utf8') };
+}
+
+function createClient(target: RedisTarget): Redis {
+  if (target.kind === 'sentinel') {
+    return new Redis({
+      ...REDIS_SETTINGS,
+      ...SENTINEL_SETTINGS,
+      sentinels: target.sentinels.map(({ host, port }) => ({ host, port })),
+      name: target.name,
+    });
+  }
+  const tls = redisTlsOptions(target);
+  return new Redis(target.url, tls === undefined ? REDIS_SETTINGS : { ...REDIS_SETTINGS, tls });
+}
+
+/** A client connected to `target`; StoreUnavailableError with the reason when Redis is down. */
+export async function connectRedis(target: RedisTarget, onError: (err: Error) => void): Promise<Redis> {
+  const client = createClient(target);
+  // Without a listener every reconnect attempt would print "Unhandled error event".
+  client.on('error', onError);
+  // ioredis rejects connect() with "Connection is closed."; the reason (a refused certificate,
+  // say) came as an 'error' event first, and is what an operator needs to read.
+  let reason: Error | undefined;
+  const remember = (err: Error) => {
+    reason = err;
+  };
+  client.on('error', remember);
+  let deadline: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      client.connect(),
+      new Promise((_, reject) => {
+        deadline = setTimeout(
+          () => reject(new Error(`no Redis primary after ${FIRST_CONNECT_DEADLINE_MS} ms`)),
+          FIRST_CONNECT_DEADLINE_MS,
+        );
+      }),
+    ]);
+  } catch (err) {
+    client.disconnect();
+    throw new StoreUnavailableError('sessions', { cause: reason ?? err });
+  } finally {
+    clearTimeout(deadline);
+    client.removeListener('error', remember);
+  }
+  return client;
+}
+
+// Server replies that mean "cannot answer now"; any other reply error is a bug and is rethrown.
+const UNAVAILABLE_REPLIES = /^(LOADING|READONLY|MASTERDOWN|BUSY|TRYAGAIN|CLUSTERDOWN|OOM|NOREPLICAS)\b/;
+
+/** True when `err` says Redis cannot answer now: not connected, timed out, loading, read-only… */
+function isRedisUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  if (err instanceof ReplyError) return UNAVAILABLE_REPLIES.test(err.message);
+  // Everything else ioredis rejects with is about the connection: closed, not writeable, timed
+  // out, retries exhausted (MaxRetriesPerRequestError), aborted by a reconnect, a socket error.
+  return !(err instanceof TypeError || err instanceof RangeError || err instanceof SyntaxError);
+}
+
+/** Maps "Redis cannot answer now" to StoreUnavailableError('sessions'); other errors pass. */
+export async function mapped<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if (isRedisUnavailable(err)) throw new StoreUnavailableError('sessions', { cause: err });
+    throw err;
+  }
+}
+
+/** Runs a MULTI; a command that failed inside it fails the whole call, mapped like any other. */
+export async function execMulti(multi: ReturnType<Redis['multi']>): Promise<void> {
+  const results = await mapped(multi.exec());
+  // null: the transaction was discarded (a connection lost between MULTI and EXEC).
+  if (results === null) throw new StoreUnavailableError('sessions');
+  for (const [err] of results) {
+    if (err !== null) {
+      if (isRedisUnavailable(err)) throw new StoreUnavailableError('sessions', { cause: err });
+      throw err;
+    }
+  }
+}
