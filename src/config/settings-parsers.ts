@@ -5,7 +5,7 @@ import { isIP } from 'node:net';
 import { EnvError, makeValidator } from 'envalid';
 import type { UsernameCase } from '../auth/username.ts';
 import type { BackendKind } from '../backends/authenticator.ts';
-import type { ImapSettings } from '../backends/imap/client.ts';
+import type { ImapSettings } from '../backends/imap/settings.ts';
 import type { LdapSecurity } from '../backends/ldap/authenticator.ts';
 
 // The literal types of the layers that use the values: the table parses into them.
