@@ -1,7 +1,7 @@
 // Every setting, once (contract §6): name, default, meaning, how it is parsed and how it is shown.
 // `config.ts` builds the typed Config from this table, `clubhouse config check` lists it, and the
-// README's settings table is rendered from it (a test keeps the README equal to the rendering), so
-// the three cannot drift. Parsing is envalid's; the validators are in settings-parsers.ts and the
+// table in docs/configuration.md is rendered from it (a test keeps the page equal to the
+// rendering), so the three cannot drift. Parsing is envalid's; the validators are in settings-parsers.ts and the
 // backends' rows in settings-backends.ts, the stores' in settings-stores.ts.
 import { BACKEND_SETTINGS } from './settings-backends.ts';
 import {
@@ -23,7 +23,7 @@ import { STORE_SETTINGS } from './settings-stores.ts';
 
 export type { LogLevel, UsernameCase } from './settings-parsers.ts';
 
-/** The settings, in the order the README and the report list them. */
+/** The settings, in the order docs/configuration.md and the report list them. */
 export const SETTINGS = {
   HOST: row(text({ default: '127.0.0.1', desc: 'address to listen on' })),
   PORT: row(integer(0, 65535)({ default: 8000, desc: 'port to listen on' })),
@@ -133,7 +133,7 @@ export const SETTINGS = {
   ACCESS_LOG: row(
     boolean({
       default: false,
-      desc: 'one `request completed` log line per request (method, URL, status, time, request id); off by default, as the proxy in front usually logs access (README: Logs and memory). Logins, 5xx errors and warnings are logged either way',
+      desc: 'one `request completed` log line per request (method, URL, status, time, request id); off by default, as the proxy in front usually logs access (docs/operations.md: Logs and memory). Logins, 5xx errors and warnings are logged either way',
     }),
   ),
   SHUTDOWN_GRACE_MS: row(
@@ -187,7 +187,7 @@ export function presentSetting(name: SettingName, value: unknown): string {
   return formatValue(value);
 }
 
-/** The README's settings table, rendered from SETTINGS. */
+/** The settings table of docs/configuration.md, rendered from SETTINGS. */
 export function settingsTableMarkdown(): string {
   const lines = ['| Variable | Default | Meaning |', '| --- | --- | --- |'];
   for (const [name, setting] of settingRows()) {
