@@ -5,9 +5,7 @@ import { after, before, test } from 'node:test';
 import { type CliIo, runCli } from '../src/cli/main.ts';
 import { applyImport } from '../src/groups/import.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
-import { describeEachStore, storesOf } from './helpers/stores.ts';
-
-const STORES = storesOf('sqlite', 'postgres', 'redis', 'redis-postgres', 'pgbouncer');
+import { describeEachStore } from './helpers/stores.ts';
 
 const ALLOW = 'GET, HEAD, OPTIONS';
 const NOT_AUTHENTICATED = { detail: 'Authentication credentials were not provided.' };
@@ -81,7 +79,7 @@ function collectingIo(): CliIo & { lines: string[]; errors: string[] } {
   return { lines, errors, out: (text) => lines.push(text), err: (text) => errors.push(text) };
 }
 
-describeEachStore(STORES, 'group endpoints (contract §3)', (store) => {
+describeEachStore('group endpoints (contract §3)', (store) => {
   let t: TestApp;
   before(async () => {
     t = await startTestApp({ store, authenticator: fakeAuthenticator(PASSWORDS), fixedClock: true });

@@ -1,14 +1,12 @@
 // Contract §9: a user's own sessions through the API — the list, ending one by its handle, logging
 // out everywhere, the cap of 100, last_seen — with §1 and §7 applied to the three endpoints. Runs on
-// SQLite, PostgreSQL, and Redis sessions over each.
+// every store.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { FLUSH_INTERVAL_MS, RECORD_INTERVAL_MS } from '../src/auth/last-seen.ts';
 import { fakeAuthenticator, loginAs, setCookies, startTestApp, type TestApp } from './helpers/app.ts';
-import { describeEachStore, storesOf } from './helpers/stores.ts';
-
-const STORES = storesOf('sqlite', 'postgres', 'redis', 'redis-postgres');
+import { describeEachStore } from './helpers/stores.ts';
 
 const PASSWORDS = { alice: 'alice-pw', bob: 'bob-pw', carol: 'carol-pw' };
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
@@ -25,7 +23,7 @@ interface View {
   current: boolean;
 }
 
-describeEachStore(STORES, 'my sessions (contract §9)', (store) => {
+describeEachStore('my sessions (contract §9)', (store) => {
   let t: TestApp;
   before(async () => {
     t = await startTestApp({

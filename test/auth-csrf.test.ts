@@ -3,9 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type CsrfRequest, checkCsrf } from '../src/auth/csrf.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
-import { describeEachStore, storesOf } from './helpers/stores.ts';
-
-const STORES = storesOf('sqlite', 'postgres', 'redis', 'pgbouncer');
+import { describeEachStore } from './helpers/stores.ts';
 
 const TRUSTED = ['https://portal.example.org'];
 const ORIGIN_FAILED = { detail: 'CSRF Failed: Origin checking failed.' };
@@ -59,7 +57,7 @@ describe('checkCsrf (the Go 1.25 CrossOriginProtection order)', () => {
   }
 });
 
-describeEachStore(STORES, 'CSRF on the unsafe endpoints', (store) => {
+describeEachStore('CSRF on the unsafe endpoints', (store) => {
   let t: TestApp;
   let fake: ReturnType<typeof fakeAuthenticator>;
   before(async () => {

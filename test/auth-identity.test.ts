@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import type { Authenticator } from '../src/backends/authenticator.ts';
 import { runCli } from '../src/cli/main.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
-import { describeEachStore, STORES } from './helpers/stores.ts';
+import { describeEachStore } from './helpers/stores.ts';
 
 const CANNOT = '{"detail":"Cannot log you in"}';
 
@@ -40,7 +40,7 @@ const guess = (t: TestApp, username: string, password: string, ip: string) =>
     payload: JSON.stringify({ username, password }),
   });
 
-describeEachStore(STORES, 'one identity per person (UsernameCaseMapped)', (store) => {
+describeEachStore('one identity per person (UsernameCaseMapped)', (store) => {
   let t: TestApp;
   let fake: ReturnType<typeof recordingAuthenticator>;
   before(async () => {
@@ -109,7 +109,7 @@ describeEachStore(STORES, 'one identity per person (UsernameCaseMapped)', (store
   });
 });
 
-describeEachStore(STORES, 'one identity per person (UsernameCasePreserved)', (store) => {
+describeEachStore('one identity per person (UsernameCasePreserved)', (store) => {
   let t: TestApp;
   let fake: ReturnType<typeof recordingAuthenticator>;
   before(async () => {

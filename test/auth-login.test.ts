@@ -4,14 +4,12 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
 import { hashSessionId } from '../src/auth/sessions.ts';
 import { fakeAuthenticator, loginAs, setCookies, startTestApp, type TestApp } from './helpers/app.ts';
-import { describeEachStore, storesOf } from './helpers/stores.ts';
-
-const STORES = storesOf('sqlite', 'postgres', 'redis', 'redis-postgres', 'pgbouncer');
+import { describeEachStore } from './helpers/stores.ts';
 
 const PASSWORDS = { alice: 'alice-pw', bob: 'bob-pw', ünïcode: 'pw', 'Mixed.Case': 'pw' };
 const json = { 'content-type': 'application/json' };
 
-describeEachStore(STORES, 'login, check, logout', (store) => {
+describeEachStore('login, check, logout', (store) => {
   let t: TestApp;
   let fake: ReturnType<typeof fakeAuthenticator>;
   before(async () => {
@@ -356,7 +354,7 @@ describeEachStore(STORES, 'login, check, logout', (store) => {
   });
 });
 
-describeEachStore(STORES, 'Secure cookies', (store) => {
+describeEachStore('Secure cookies', (store) => {
   test('COOKIE_SECURE=true adds Secure to both cookies and to the cleared one', async () => {
     const t = await startTestApp({
       store,
@@ -392,7 +390,7 @@ describeEachStore(STORES, 'Secure cookies', (store) => {
   });
 });
 
-describeEachStore(STORES, 'ALLOW_NEW_USERS=false', (store) => {
+describeEachStore('ALLOW_NEW_USERS=false', (store) => {
   test('admits only users that already exist', async () => {
     const fake = fakeAuthenticator(PASSWORDS);
     const t = await startTestApp({ store, authenticator: fake, env: { ALLOW_NEW_USERS: 'false' } });
@@ -413,7 +411,7 @@ describeEachStore(STORES, 'ALLOW_NEW_USERS=false', (store) => {
   });
 });
 
-describeEachStore(STORES, 'USERNAME_CASE=preserve', (store) => {
+describeEachStore('USERNAME_CASE=preserve', (store) => {
   test('keeps the case as sent', async () => {
     const t = await startTestApp({
       store,

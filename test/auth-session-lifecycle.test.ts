@@ -5,9 +5,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { disableUser, enableUser, revokeSessions } from '../src/auth/users.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
-import { describeEachStoreAtOnce, storesOf } from './helpers/stores.ts';
-
-const STORES = storesOf('sqlite', 'postgres', 'redis', 'pgbouncer');
+import { describeEachStore } from './helpers/stores.ts';
 
 const USERS = ['ann', 'ben', 'cy'] as const;
 const PASSWORDS = Object.fromEntries(USERS.map((u) => [u, `${u}-pw`]));
@@ -175,38 +173,42 @@ const commands = [
 ];
 
 // Side by side: 100 fresh apps a store, and on PostgreSQL most of the time goes to making databases.
-describeEachStoreAtOnce(STORES, 'the session lifecycle (property)', (store) => {
-  test('random login/check/logout/disable/enable/revoke/expire sequences keep the session invariants', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: 40 }), async (cmds) => {
-        const t = await startTestApp({
-          store,
-          authenticator: fakeAuthenticator(PASSWORDS),
-          fixedClock: true,
-        });
-        try {
-          const model: Model = { sessions: [], disabled: new Set(), known: new Set(), now: t.clock.now };
-          await fc.asyncModelRun(() => ({ model, real: { t } }), cmds);
-          // Finally, every id the model holds dead is dead in the store too, and every live one answers.
-          for (const s of model.sessions) {
-            const response = await t.fastify.inject({
-              url: '/api/auth/check',
-              headers: { cookie: s.cookie },
-            });
-            assert.equal(response.statusCode, live(model, s) ? 200 : 403);
+describeEachStore(
+  'the session lifecycle (property)',
+  (store) => {
+    test('random login/check/logout/disable/enable/revoke/expire sequences keep the session invariants', async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.commands(commands, { maxCommands: 40 }), async (cmds) => {
+          const t = await startTestApp({
+            store,
+            authenticator: fakeAuthenticator(PASSWORDS),
+            fixedClock: true,
+          });
+          try {
+            const model: Model = { sessions: [], disabled: new Set(), known: new Set(), now: t.clock.now };
+            await fc.asyncModelRun(() => ({ model, real: { t } }), cmds);
+            // Finally, every id the model holds dead is dead in the store too, and every live one answers.
+            for (const s of model.sessions) {
+              const response = await t.fastify.inject({
+                url: '/api/auth/check',
+                headers: { cookie: s.cookie },
+              });
+              assert.equal(response.statusCode, live(model, s) ? 200 : 403);
+            }
+            for (const u of model.disabled) {
+              assert.equal(
+                await t.stores.sessions.countUser(u, t.clock.now),
+                0,
+                'a disabled user has no working session',
+              );
+            }
+          } finally {
+            await t.close();
           }
-          for (const u of model.disabled) {
-            assert.equal(
-              await t.stores.sessions.countUser(u, t.clock.now),
-              0,
-              'a disabled user has no working session',
-            );
-          }
-        } finally {
-          await t.close();
-        }
-      }),
-      { numRuns: 100, seed: Number(process.env['FC_SEED'] ?? 20261121) },
-    );
-  });
-});
+        }),
+        { numRuns: 100, seed: Number(process.env['FC_SEED'] ?? 20261121) },
+      );
+    });
+  },
+  { concurrency: true },
+);

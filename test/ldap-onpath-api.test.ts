@@ -14,7 +14,7 @@ import { loadConfig } from '../src/config/config.ts';
 import { loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { forgedSuccessPrefix, type LdapRelay, startLdapRelay } from './helpers/ldap-relay.ts';
 import { directoryUser, PEOPLE_DN, type Slapd, startSlapd } from './helpers/slapd.ts';
-import { describeEachStore, STORES } from './helpers/stores.ts';
+import { describeEachStore } from './helpers/stores.ts';
 
 // Long, so that a loaded machine never turns the quick refusal into a timeout.
 const PATIENT_TIMEOUT_MS = 30_000;
@@ -34,81 +34,73 @@ function lastAudit(t: TestApp): { outcome?: string; failure?: string; reason?: s
   return audits.at(-1) ?? {};
 }
 
-describeEachStore(
-  STORES,
-  'StartTLS injection through the login API (LDAP_URL=ldap://, direct bind)',
-  (store) => {
-    let relay: LdapRelay;
-    let control: LdapRelay;
-    let t: TestApp;
-    let harmless: TestApp;
-    const envFor = (port: number) => ({
-      AUTH_BACKENDS: 'ldap',
-      LDAP_URL: `ldap://localhost:${port}`,
-      LDAP_CA_FILE: slapd.caFile,
-      LDAP_USER_DN: `uid={username},${PEOPLE_DN}`,
-      LDAP_TIMEOUT_MS: String(PATIENT_TIMEOUT_MS),
+describeEachStore('StartTLS injection through the login API (LDAP_URL=ldap://, direct bind)', (store) => {
+  let relay: LdapRelay;
+  let control: LdapRelay;
+  let t: TestApp;
+  let harmless: TestApp;
+  const envFor = (port: number) => ({
+    AUTH_BACKENDS: 'ldap',
+    LDAP_URL: `ldap://localhost:${port}`,
+    LDAP_CA_FILE: slapd.caFile,
+    LDAP_USER_DN: `uid={username},${PEOPLE_DN}`,
+    LDAP_TIMEOUT_MS: String(PATIENT_TIMEOUT_MS),
+  });
+  const appAt = (port: number) => {
+    const env = envFor(port);
+    const authenticator = createAuthenticator(servingBackends(loadConfig(env).auth.backends), {
+      probeTtlMs: 0,
     });
-    const appAt = (port: number) => {
-      const env = envFor(port);
-      const authenticator = createAuthenticator(servingBackends(loadConfig(env).auth.backends), {
-        probeTtlMs: 0,
-      });
-      return startTestApp({ store, env, authenticator });
-    };
-    before(async () => {
-      relay = await startLdapRelay(slapd.plainPort, { inject: (id) => forgedSuccessPrefix(id + 1) });
-      control = await startLdapRelay(slapd.plainPort);
-      t = await appAt(relay.port);
-      harmless = await appAt(control.port);
-    });
-    after(async () => {
-      await t?.close();
-      await harmless?.close();
-      await relay?.close();
-      await control?.close();
-    });
+    return startTestApp({ store, env, authenticator });
+  };
+  before(async () => {
+    relay = await startLdapRelay(slapd.plainPort, { inject: (id) => forgedSuccessPrefix(id + 1) });
+    control = await startLdapRelay(slapd.plainPort);
+    t = await appAt(relay.port);
+    harmless = await appAt(control.port);
+  });
+  after(async () => {
+    await t?.close();
+    await harmless?.close();
+    await relay?.close();
+    await control?.close();
+  });
 
-    for (const [who, username, password] of [
-      ['alice with a wrong password', 'alice', 'not-alices-password'],
-      ['a user the directory does not have', 'mallory', 'anything'],
-    ] as const) {
-      test(`${who}: 403, no session cookie, nothing stored, audited upstream_misconfigured`, async () => {
-        const { response, sessionid } = await loginAs(t.fastify, username, password);
-        assert.equal(response.statusCode, 403, JSON.stringify(lastAudit(t)));
-        assert.deepEqual(response.json(), { detail: 'Cannot log you in' });
-        assert.equal(sessionid, '');
-        assert.ok(!String(response.headers['set-cookie'] ?? '').includes('sessionid='));
-        assert.equal(await t.stores.sessions.countActive(Date.now()), 0);
-        const audit = lastAudit(t);
-        assert.deepEqual(
-          { outcome: audit.outcome, failure: audit.failure, reason: audit.reason, backend: audit.backend },
-          { outcome: 'failure', failure: 'upstream_misconfigured', reason: INJECTED, backend: 'ldap' },
-        );
-        await relay.drained(SLACK_MS);
-      });
-    }
-
-    test('/readyz is 503 and names the directory', async () => {
-      const ready = await t.fastify.inject({ url: '/readyz' });
-      assert.equal(ready.statusCode, 503);
-      assert.deepEqual(ready.json().failing, ['ldap']);
-      assert.equal(ready.json().checks.ldap, `upstream_misconfigured: ${INJECTED}`);
+  for (const [who, username, password] of [
+    ['alice with a wrong password', 'alice', 'not-alices-password'],
+    ['a user the directory does not have', 'mallory', 'anything'],
+  ] as const) {
+    test(`${who}: 403, no session cookie, nothing stored, audited upstream_misconfigured`, async () => {
+      const { response, sessionid } = await loginAs(t.fastify, username, password);
+      assert.equal(response.statusCode, 403, JSON.stringify(lastAudit(t)));
+      assert.deepEqual(response.json(), { detail: 'Cannot log you in' });
+      assert.equal(sessionid, '');
+      assert.ok(!String(response.headers['set-cookie'] ?? '').includes('sessionid='));
+      assert.equal(await t.stores.sessions.countActive(Date.now()), 0);
+      const audit = lastAudit(t);
+      assert.deepEqual(
+        { outcome: audit.outcome, failure: audit.failure, reason: audit.reason, backend: audit.backend },
+        { outcome: 'failure', failure: 'upstream_misconfigured', reason: INJECTED, backend: 'ldap' },
+      );
       await relay.drained(SLACK_MS);
     });
+  }
 
-    test('through a relay that only relays, the right password logs in', async () => {
-      const { response, sessionid } = await loginAs(
-        harmless.fastify,
-        'alice',
-        directoryUser('alice').password,
-      );
-      assert.equal(response.statusCode, 200, JSON.stringify(lastAudit(harmless)));
-      assert.equal(response.body, '"alice"');
-      assert.notEqual(sessionid, '');
-      const ready = await harmless.fastify.inject({ url: '/readyz' });
-      assert.equal(ready.statusCode, 200, ready.body);
-      await control.drained(SLACK_MS);
-    });
-  },
-);
+  test('/readyz is 503 and names the directory', async () => {
+    const ready = await t.fastify.inject({ url: '/readyz' });
+    assert.equal(ready.statusCode, 503);
+    assert.deepEqual(ready.json().failing, ['ldap']);
+    assert.equal(ready.json().checks.ldap, `upstream_misconfigured: ${INJECTED}`);
+    await relay.drained(SLACK_MS);
+  });
+
+  test('through a relay that only relays, the right password logs in', async () => {
+    const { response, sessionid } = await loginAs(harmless.fastify, 'alice', directoryUser('alice').password);
+    assert.equal(response.statusCode, 200, JSON.stringify(lastAudit(harmless)));
+    assert.equal(response.body, '"alice"');
+    assert.notEqual(sessionid, '');
+    const ready = await harmless.fastify.inject({ url: '/readyz' });
+    assert.equal(ready.statusCode, 200, ready.body);
+    await control.drained(SLACK_MS);
+  });
+});

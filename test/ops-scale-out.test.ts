@@ -1,6 +1,7 @@
-// Issue 6, scale-out: instances share nothing but PostgreSQL (and optionally Redis), so a session
-// or a throttle count made on one is seen by all; WORKERS=2 serves one port from two processes that
-// replace each other. (A store stopped and started under a running app: store-outage-restart.)
+// Issue 6, scale-out: instances share nothing but the stores (PostgreSQL and optionally Redis; one
+// SQLite file for processes of one machine), so a session or a throttle count made on one is seen
+// by all; WORKERS=2 serves one port from two processes that replace each other. (A store stopped
+// and started under a running app: store-outage-restart.)
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { dovecotEnv, fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
 import { request, startCluster } from './helpers/cluster.ts';
 import { type Dovecot, startDovecot, testUser } from './helpers/dovecot.ts';
-import { describeEachStore, storesOf } from './helpers/stores.ts';
+import { describeEachStore } from './helpers/stores.ts';
 
 const PASSWORDS = { alice: 'alice-pw', bob: 'bob-pw' };
 const RECOVERY_DEADLINE_MS = 30_000;
@@ -27,7 +28,9 @@ const attempt = (t: TestApp, username: string, password: string, remoteAddress: 
     payload: JSON.stringify({ username, password }),
   });
 
-describeEachStore(storesOf('postgres', 'redis-postgres'), 'two instances sharing the stores', (store) => {
+// On every store: instances on several machines share PostgreSQL (directly or through PgBouncer,
+// with or without Redis sessions); on one machine, processes may as well share one SQLite file.
+describeEachStore('two instances sharing the stores', (store) => {
   let a: TestApp;
   let b: TestApp;
   before(async () => {

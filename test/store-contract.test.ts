@@ -11,7 +11,7 @@ import { ImportConflictError, StoreUnavailableError } from '../src/store/errors.
 import type { Group } from '../src/store/group-types.ts';
 import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from '../src/store/limits.ts';
 import type { NewSession, PendingGuess, Stores } from '../src/store/types.ts';
-import { describeEachStore, STORES, type StoreData } from './helpers/stores.ts';
+import { describeEachStore, type StoreData } from './helpers/stores.ts';
 
 const DAY = 86_400_000;
 const WINDOW = 900_000;
@@ -28,7 +28,7 @@ const group = (id: number, name: string, fields: Partial<Group> = {}): Group => 
   ...fields,
 });
 
-describeEachStore(STORES, 'store contract', (store) => {
+describeEachStore('store contract', (store) => {
   let data: StoreData;
   let stores: Stores;
   // Real time: Redis keys carry TTLs on the server's clock.

@@ -11,7 +11,7 @@ import { loadConfig } from '../src/config/config.ts';
 import { openStores } from '../src/store/open.ts';
 import type { Stores } from '../src/store/types.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
-import { describeEachStore, STORES } from './helpers/stores.ts';
+import { describeEachStore } from './helpers/stores.ts';
 
 const GROUP = { description: '', short_description: '', activities: '', type: 0 } as const;
 
@@ -51,7 +51,7 @@ const state = async (stores: Stores) => {
   );
 };
 
-describeEachStore(STORES, 'the migration to canonical usernames', (store) => {
+describeEachStore('the migration to canonical usernames', (store) => {
   let t: TestApp;
   before(async () => {
     t = await startTestApp({ store, authenticator: fakeAuthenticator({ bob: 'bob-pw' }) });
@@ -145,7 +145,7 @@ describeEachStore(STORES, 'the migration to canonical usernames', (store) => {
   });
 });
 
-describeEachStore(STORES, 'the migration under USERNAME_CASE=preserve', (store) => {
+describeEachStore('the migration under USERNAME_CASE=preserve', (store) => {
   test('LENA and lena stay two users; ＬＥＮＡ collides with LENA', async () => {
     const t = await startTestApp({ store, authenticator: fakeAuthenticator({}) });
     try {
