@@ -1,9 +1,9 @@
 // Contract §3: login throttling per username and per client IP.
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, test } from 'node:test';
+import { after, afterEach, before, beforeEach, test } from 'node:test';
 import type { Authenticator, VerifyResult } from '../src/backends/authenticator.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { describeEachStore } from './helpers/stores.ts';
+import { describeEachStore, type StoreData } from './helpers/stores.ts';
 
 const PASSWORD = 'right-password';
 
@@ -64,18 +64,27 @@ function refusalGate() {
 }
 
 describeEachStore('login throttling', (store) => {
+  // A fresh app for each test, on one database emptied after each.
+  let data: StoreData;
   let t: TestApp;
   let auth: ReturnType<typeof scriptedAuthenticator>;
   let gate: ReturnType<typeof refusalGate>;
   const heldRefusals = () => gate;
+  before(async () => {
+    data = await store.create();
+  });
+  after(() => data?.drop());
   beforeEach(async () => {
     auth = scriptedAuthenticator();
     gate = refusalGate();
     // Refusals decided here ask for a wait, which the gate lets pass at once unless a test holds it.
     auth.refusalDelayMs = () => 1000;
-    t = await startTestApp({ store, authenticator: auth, fixedClock: true, sleep: gate.sleep });
+    t = await startTestApp({ data, authenticator: auth, fixedClock: true, sleep: gate.sleep });
   });
-  afterEach(() => t.close());
+  afterEach(async () => {
+    await data.reset(t.stores);
+    await t.close();
+  });
 
   const attempt = (username: string, password: string, ip = '198.51.100.7') =>
     t.fastify.inject({
