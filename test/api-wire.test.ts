@@ -1,9 +1,9 @@
-// Contract §1: the wire rules every response obeys.
+// Contract §1: the wire rules every response obeys, CORS and CONNECT. HTTP mechanics, the same on
+// every store: they run once, on startTestApp's SQLite.
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
-import { describeEachStore } from './helpers/stores.ts';
 
 const SECURITY = {
   'x-frame-options': 'SAMEORIGIN',
@@ -25,10 +25,10 @@ function assertSecurityHeaders(headers: Record<string, unknown>, api: boolean) {
   if (api) assert.equal(headers['cache-control'], 'no-store');
 }
 
-describeEachStore('wire rules (contract §1)', (store) => {
+describe('wire rules (contract §1)', () => {
   let t: TestApp;
   before(async () => {
-    t = await startTestApp({ store, authenticator: fakeAuthenticator({ alice: 'pw' }) });
+    t = await startTestApp({ authenticator: fakeAuthenticator({ alice: 'pw' }) });
   });
   after(() => t.close());
 
@@ -171,11 +171,10 @@ describeEachStore('wire rules (contract §1)', (store) => {
   });
 });
 
-describeEachStore('CORS for TRUSTED_ORIGINS (contract §7)', (store) => {
+describe('CORS for TRUSTED_ORIGINS (contract §7)', () => {
   let t: TestApp;
   before(async () => {
     t = await startTestApp({
-      store,
       authenticator: fakeAuthenticator({}),
       env: { TRUSTED_ORIGINS: 'https://app.example.org' },
     });
@@ -239,11 +238,11 @@ function parseAnswer(text: string): { status: number; headers: Map<string, strin
 }
 
 // Issue 13: node used to drop CONNECT unanswered.
-describeEachStore('CONNECT is answered like any other method (issue 13)', (store) => {
+describe('CONNECT is answered like any other method (issue 13)', () => {
   let t: TestApp;
   let port: number;
   before(async () => {
-    t = await startTestApp({ store, authenticator: fakeAuthenticator({}) });
+    t = await startTestApp({ authenticator: fakeAuthenticator({}) });
     port = Number(new URL(await t.fastify.listen({ port: 0, host: '127.0.0.1' })).port);
   });
   after(() => t.close());

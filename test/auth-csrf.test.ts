@@ -1,9 +1,10 @@
 // Contract §7: cross-origin protection on login (login CSRF) and logout, and the X-CSRFToken check.
+// Decided from the request's headers before any session is looked at, the same on every store: run
+// once, on startTestApp's SQLite.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type CsrfRequest, checkCsrf } from '../src/auth/csrf.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
-import { describeEachStore } from './helpers/stores.ts';
 
 const TRUSTED = ['https://portal.example.org'];
 const ORIGIN_FAILED = { detail: 'CSRF Failed: Origin checking failed.' };
@@ -57,12 +58,12 @@ describe('checkCsrf (the Go 1.25 CrossOriginProtection order)', () => {
   }
 });
 
-describeEachStore('CSRF on the unsafe endpoints', (store) => {
+describe('CSRF on the unsafe endpoints', () => {
   let t: TestApp;
   let fake: ReturnType<typeof fakeAuthenticator>;
   before(async () => {
     fake = fakeAuthenticator({ alice: 'pw' });
-    t = await startTestApp({ store, authenticator: fake, env: { TRUSTED_ORIGINS: TRUSTED.join(',') } });
+    t = await startTestApp({ authenticator: fake, env: { TRUSTED_ORIGINS: TRUSTED.join(',') } });
   });
   after(() => t.close());
 

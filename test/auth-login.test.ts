@@ -1,7 +1,7 @@
 // Contract §2, §3: check, login and logout, with a counting fake authenticator (IMAP itself is
 // covered against a real Dovecot in imap-login.test.ts).
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import { hashSessionId } from '../src/auth/sessions.ts';
 import { fakeAuthenticator, loginAs, setCookies, startTestApp, type TestApp } from './helpers/app.ts';
 import { describeEachStore } from './helpers/stores.ts';
@@ -9,12 +9,14 @@ import { describeEachStore } from './helpers/stores.ts';
 const PASSWORDS = { alice: 'alice-pw', bob: 'bob-pw', ünïcode: 'pw', 'Mixed.Case': 'pw' };
 const json = { 'content-type': 'application/json' };
 
-describeEachStore('login, check, logout', (store) => {
+// The request and the answer: cookies and their attributes, body parsing and validation, refusals
+// before any backend or store, the audit line. HTTP mechanics, the same on every store: once.
+describe('login requests and answers (contract §2)', () => {
   let t: TestApp;
   let fake: ReturnType<typeof fakeAuthenticator>;
   before(async () => {
     fake = fakeAuthenticator(PASSWORDS);
-    t = await startTestApp({ store, authenticator: fake });
+    t = await startTestApp({ authenticator: fake });
   });
   after(() => t.close());
   beforeEach(async () => {
@@ -67,51 +69,17 @@ describeEachStore('login, check, logout', (store) => {
     assert.ok(Math.abs(csrfExpires - (before + 31_449_600_000)) < 5000);
   });
 
-  // SQLite only: it reads the table itself (store-contract.test.ts proves the same of every store).
-  if (store.kind === 'sqlite') {
-    test('the session store keeps only the SHA-256 of the id', async () => {
-      const { sessionid } = await loginAs(t.fastify, 'alice', 'alice-pw');
-      const db = (t.stores as unknown as { db: import('node:sqlite').DatabaseSync }).db;
-      const rows = db.prepare('SELECT id_hash FROM sessions').all();
-      const stored = rows.map((row) => Buffer.from(row['id_hash'] as Uint8Array).toString('hex'));
-      assert.ok(stored.includes(hashSessionId(sessionid).toString('hex')));
-      const dump = JSON.stringify(db.prepare('SELECT * FROM sessions').all(), (_k, v) =>
-        v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v,
-      );
-      assert.ok(!dump.includes(sessionid), 'the raw id is nowhere in the table');
-    });
-  }
-
-  test('check with the session answers 200 and the username; logout ends it everywhere', async () => {
-    const { cookie } = await loginAs(t.fastify, 'alice', 'alice-pw');
-    const check = await t.fastify.inject({ url: '/api/auth/check', headers: { cookie } });
-    assert.equal(check.statusCode, 200);
-    assert.equal(check.body, '"alice"');
-    const logout = await t.fastify.inject({ method: 'POST', url: '/api/auth/logout', headers: { cookie } });
-    assert.equal(logout.statusCode, 200);
-    assert.equal(logout.body, '""');
-    assert.match(String(logout.headers['content-type']), /^application\/json/);
-    assert.equal(logout.headers['allow'], 'POST, OPTIONS');
-    assert.equal(logout.headers['clear-site-data'], '"cookies"');
-    const cleared = String(logout.headers['set-cookie']);
-    assert.match(cleared, /^sessionid=""; /);
-    assert.ok(cleared.split('; ').includes('Max-Age=0'));
-    assert.ok(cleared.split('; ').includes('Path=/'));
-    const again = await t.fastify.inject({ url: '/api/auth/check', headers: { cookie } });
-    assert.equal(again.statusCode, 403, 'the old cookie no longer works');
-    assert.equal(again.body, '""');
-  });
-
-  test('logout without a session is still 200 (idempotent)', async () => {
-    for (const headers of [
-      {},
-      { cookie: 'sessionid=zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz' },
-      { cookie: 'sessionid=junk' },
-    ]) {
-      const response = await t.fastify.inject({ method: 'POST', url: '/api/auth/logout', headers });
-      assert.equal(response.statusCode, 200);
-      assert.equal(response.body, '""');
-    }
+  // It reads SQLite's table itself (store-contract.test.ts proves the same of every store).
+  test('the session store keeps only the SHA-256 of the id', async () => {
+    const { sessionid } = await loginAs(t.fastify, 'alice', 'alice-pw');
+    const db = (t.stores as unknown as { db: import('node:sqlite').DatabaseSync }).db;
+    const rows = db.prepare('SELECT id_hash FROM sessions').all();
+    const stored = rows.map((row) => Buffer.from(row['id_hash'] as Uint8Array).toString('hex'));
+    assert.ok(stored.includes(hashSessionId(sessionid).toString('hex')));
+    const dump = JSON.stringify(db.prepare('SELECT * FROM sessions').all(), (_k, v) =>
+      v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v,
+    );
+    assert.ok(!dump.includes(sessionid), 'the raw id is nowhere in the table');
   });
 
   test('a wrong password answers 403 "Cannot log you in" and sets no cookie', async () => {
@@ -119,32 +87,6 @@ describeEachStore('login, check, logout', (store) => {
     assert.equal(response.statusCode, 403);
     assert.deepEqual(response.json(), { detail: 'Cannot log you in' });
     assert.equal(response.headers['set-cookie'], undefined);
-  });
-
-  test('login always mints a new session and invalidates the one sent along', async () => {
-    const first = await loginAs(t.fastify, 'alice', 'alice-pw');
-    const second = await loginAs(t.fastify, 'alice', 'alice-pw', { cookie: first.cookie });
-    assert.notEqual(second.sessionid, first.sessionid);
-    assert.notEqual(second.csrftoken, first.csrftoken);
-    const old = await t.fastify.inject({ url: '/api/auth/check', headers: { cookie: first.cookie } });
-    assert.equal(old.statusCode, 403);
-    const fresh = await t.fastify.inject({ url: '/api/auth/check', headers: { cookie: second.cookie } });
-    assert.equal(fresh.body, '"alice"');
-  });
-
-  test('usernames are trimmed and compared case-insensitively; the canonical form is answered', async () => {
-    for (const sent of ['ALICE', '  Alice\t\n', 'aLiCe']) {
-      const { response, cookie } = await loginAs(t.fastify, sent, 'alice-pw');
-      assert.equal(response.statusCode, 200, JSON.stringify(sent));
-      assert.equal(response.body, '"alice"');
-      const check = await t.fastify.inject({ url: '/api/auth/check', headers: { cookie } });
-      assert.equal(check.body, '"alice"');
-    }
-    const users = await t.stores.users.list();
-    assert.deepEqual(
-      users.filter((u) => u.username.toLowerCase() === 'alice').map((u) => u.username),
-      ['alice'],
-    );
   });
 
   test('form bodies are accepted like JSON; a repeated key counts by its last value', async () => {
@@ -277,32 +219,6 @@ describeEachStore('login, check, logout', (store) => {
     assert.equal(fake.calls, 0);
   });
 
-  test('a disabled user is refused and their sessions die at once; re-enabling revives nothing', async () => {
-    const first = await loginAs(t.fastify, 'bob', 'bob-pw');
-    const second = await loginAs(t.fastify, 'bob', 'bob-pw');
-    const { disableUser, enableUser } = await import('../src/auth/users.ts');
-    const live = await t.stores.sessions.countUser('bob', Date.now());
-    assert.ok(live >= 2);
-    assert.deepEqual(await disableUser(t.stores, 'bob'), { revoked: live });
-    assert.equal(await t.stores.sessions.countUser('bob', Date.now()), 0);
-    for (const { cookie } of [first, second]) {
-      const check = await t.fastify.inject({ url: '/api/auth/check', headers: { cookie } });
-      assert.equal(check.statusCode, 403);
-      const groups = await t.fastify.inject({ url: '/api/group/', headers: { cookie } });
-      assert.equal(groups.statusCode, 403);
-    }
-    const calls = fake.calls;
-    const refused = await loginAs(t.fastify, 'bob', 'bob-pw');
-    assert.equal(refused.response.statusCode, 403);
-    assert.deepEqual(refused.response.json(), { detail: 'Cannot log you in' });
-    assert.equal(fake.calls, calls, 'a disabled user does not reach IMAP');
-    await enableUser(t.stores, 'bob');
-    const stillDead = await t.fastify.inject({ url: '/api/auth/check', headers: { cookie: first.cookie } });
-    assert.equal(stillDead.statusCode, 403);
-    const back = await loginAs(t.fastify, 'bob', 'bob-pw');
-    assert.equal(back.response.statusCode, 200);
-  });
-
   test('a cookie that cannot be a session id never reaches the store', async () => {
     const original = t.stores.sessions.get;
     let lookups = 0;
@@ -354,10 +270,111 @@ describeEachStore('login, check, logout', (store) => {
   });
 });
 
-describeEachStore('Secure cookies', (store) => {
+// What the session and user stores do: a session ended, replaced, revoked with its user; one user
+// per canonical name. On every store.
+describeEachStore('login, check, logout', (store) => {
+  let t: TestApp;
+  let fake: ReturnType<typeof fakeAuthenticator>;
+  before(async () => {
+    fake = fakeAuthenticator(PASSWORDS);
+    t = await startTestApp({ store, authenticator: fake });
+  });
+  after(() => t.close());
+  beforeEach(async () => {
+    fake.calls = 0;
+    // Each test starts without throttle counters.
+    for (const key of ['u:alice', 'u:bob', 'ip:127.0.0.1']) await t.stores.throttle.clear(key);
+  });
+
+  test('check with the session answers 200 and the username; logout ends it everywhere', async () => {
+    const { cookie } = await loginAs(t.fastify, 'alice', 'alice-pw');
+    const check = await t.fastify.inject({ url: '/api/auth/check', headers: { cookie } });
+    assert.equal(check.statusCode, 200);
+    assert.equal(check.body, '"alice"');
+    const logout = await t.fastify.inject({ method: 'POST', url: '/api/auth/logout', headers: { cookie } });
+    assert.equal(logout.statusCode, 200);
+    assert.equal(logout.body, '""');
+    assert.match(String(logout.headers['content-type']), /^application\/json/);
+    assert.equal(logout.headers['allow'], 'POST, OPTIONS');
+    assert.equal(logout.headers['clear-site-data'], '"cookies"');
+    const cleared = String(logout.headers['set-cookie']);
+    assert.match(cleared, /^sessionid=""; /);
+    assert.ok(cleared.split('; ').includes('Max-Age=0'));
+    assert.ok(cleared.split('; ').includes('Path=/'));
+    const again = await t.fastify.inject({ url: '/api/auth/check', headers: { cookie } });
+    assert.equal(again.statusCode, 403, 'the old cookie no longer works');
+    assert.equal(again.body, '""');
+  });
+
+  test('logout without a session is still 200 (idempotent)', async () => {
+    for (const headers of [
+      {},
+      { cookie: 'sessionid=zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz' },
+      { cookie: 'sessionid=junk' },
+    ]) {
+      const response = await t.fastify.inject({ method: 'POST', url: '/api/auth/logout', headers });
+      assert.equal(response.statusCode, 200);
+      assert.equal(response.body, '""');
+    }
+  });
+
+  test('login always mints a new session and invalidates the one sent along', async () => {
+    const first = await loginAs(t.fastify, 'alice', 'alice-pw');
+    const second = await loginAs(t.fastify, 'alice', 'alice-pw', { cookie: first.cookie });
+    assert.notEqual(second.sessionid, first.sessionid);
+    assert.notEqual(second.csrftoken, first.csrftoken);
+    const old = await t.fastify.inject({ url: '/api/auth/check', headers: { cookie: first.cookie } });
+    assert.equal(old.statusCode, 403);
+    const fresh = await t.fastify.inject({ url: '/api/auth/check', headers: { cookie: second.cookie } });
+    assert.equal(fresh.body, '"alice"');
+  });
+
+  test('usernames are trimmed and compared case-insensitively; the canonical form is answered', async () => {
+    for (const sent of ['ALICE', '  Alice\t\n', 'aLiCe']) {
+      const { response, cookie } = await loginAs(t.fastify, sent, 'alice-pw');
+      assert.equal(response.statusCode, 200, JSON.stringify(sent));
+      assert.equal(response.body, '"alice"');
+      const check = await t.fastify.inject({ url: '/api/auth/check', headers: { cookie } });
+      assert.equal(check.body, '"alice"');
+    }
+    const users = await t.stores.users.list();
+    assert.deepEqual(
+      users.filter((u) => u.username.toLowerCase() === 'alice').map((u) => u.username),
+      ['alice'],
+    );
+  });
+
+  test('a disabled user is refused and their sessions die at once; re-enabling revives nothing', async () => {
+    const first = await loginAs(t.fastify, 'bob', 'bob-pw');
+    const second = await loginAs(t.fastify, 'bob', 'bob-pw');
+    const { disableUser, enableUser } = await import('../src/auth/users.ts');
+    const live = await t.stores.sessions.countUser('bob', Date.now());
+    assert.ok(live >= 2);
+    assert.deepEqual(await disableUser(t.stores, 'bob'), { revoked: live });
+    assert.equal(await t.stores.sessions.countUser('bob', Date.now()), 0);
+    for (const { cookie } of [first, second]) {
+      const check = await t.fastify.inject({ url: '/api/auth/check', headers: { cookie } });
+      assert.equal(check.statusCode, 403);
+      const groups = await t.fastify.inject({ url: '/api/group/', headers: { cookie } });
+      assert.equal(groups.statusCode, 403);
+    }
+    const calls = fake.calls;
+    const refused = await loginAs(t.fastify, 'bob', 'bob-pw');
+    assert.equal(refused.response.statusCode, 403);
+    assert.deepEqual(refused.response.json(), { detail: 'Cannot log you in' });
+    assert.equal(fake.calls, calls, 'a disabled user does not reach IMAP');
+    await enableUser(t.stores, 'bob');
+    const stillDead = await t.fastify.inject({ url: '/api/auth/check', headers: { cookie: first.cookie } });
+    assert.equal(stillDead.statusCode, 403);
+    const back = await loginAs(t.fastify, 'bob', 'bob-pw');
+    assert.equal(back.response.statusCode, 200);
+  });
+});
+
+// Cookie attributes decided from the settings and the request: once.
+describe('Secure cookies', () => {
   test('COOKIE_SECURE=true adds Secure to both cookies and to the cleared one', async () => {
     const t = await startTestApp({
-      store,
       authenticator: fakeAuthenticator(PASSWORDS),
       env: { COOKIE_SECURE: 'true' },
     });
@@ -373,11 +390,10 @@ describeEachStore('Secure cookies', (store) => {
 
   test('TLS reported by a trusted proxy makes cookies Secure; from an untrusted peer it does not', async () => {
     const t = await startTestApp({
-      store,
       authenticator: fakeAuthenticator(PASSWORDS),
       env: { TRUST_PROXY: '1' },
     });
-    const u = await startTestApp({ store, authenticator: fakeAuthenticator(PASSWORDS) });
+    const u = await startTestApp({ authenticator: fakeAuthenticator(PASSWORDS) });
     try {
       const proxied = await loginAs(t.fastify, 'alice', 'alice-pw', { 'x-forwarded-proto': 'https' });
       for (const { raw } of setCookies(proxied.response).values()) assert.ok(raw.includes('; Secure'), raw);
@@ -390,6 +406,7 @@ describeEachStore('Secure cookies', (store) => {
   });
 });
 
+// Whether the user exists is the user store's answer: on every store.
 describeEachStore('ALLOW_NEW_USERS=false', (store) => {
   test('admits only users that already exist', async () => {
     const fake = fakeAuthenticator(PASSWORDS);
@@ -411,10 +428,11 @@ describeEachStore('ALLOW_NEW_USERS=false', (store) => {
   });
 });
 
-describeEachStore('USERNAME_CASE=preserve', (store) => {
+// The name answered is the canonical form of the one sent, decided before any store (one user per
+// name on every store: auth-identity): once.
+describe('USERNAME_CASE=preserve', () => {
   test('keeps the case as sent', async () => {
     const t = await startTestApp({
-      store,
       authenticator: fakeAuthenticator(PASSWORDS),
       env: { USERNAME_CASE: 'preserve' },
     });

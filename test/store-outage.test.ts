@@ -1,14 +1,13 @@
 // Contract §2: when the session store cannot answer, endpoints that need it say 503 with Retry-After,
 // never 500 and never a silent logged-out state; requests without a session cookie are unaffected.
-// Here the store's own methods fail (on every store) and SQLite is locked by another process; the
-// servers stopped and started: store-outage-restart; faults on the wire: store-outage-proxy.
+// Here the session store's methods fail and SQLite is locked by another process; the servers
+// stopped and started: store-outage-restart; faults on the wire: store-outage-proxy.
 import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import { sqlitePath } from '../src/config/store-options.ts';
 import { StoreUnavailableError } from '../src/store/errors.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from './helpers/app.ts';
-import { describeEachStore } from './helpers/stores.ts';
 
 const UNAVAILABLE = { detail: 'Service temporarily unavailable.' };
 
@@ -44,12 +43,15 @@ describe('SQLite locked by another process (a real SQLITE_BUSY)', () => {
   });
 });
 
-describeEachStore('session store failing (every method throws StoreUnavailableError)', (store) => {
+// The failure is the test's, put in front of the SessionStore interface: what is proved is how the
+// HTTP layer answers StoreUnavailableError, the same whatever store is behind it (each server's own
+// failures: store-outage-proxy and store-outage-restart). Once, on SQLite.
+describe('session store failing (every method throws StoreUnavailableError)', () => {
   let t: TestApp;
   let cookie: string;
   let failing = false;
   before(async () => {
-    t = await startTestApp({ store, authenticator: fakeAuthenticator({ alice: 'pw' }) });
+    t = await startTestApp({ authenticator: fakeAuthenticator({ alice: 'pw' }) });
     ({ cookie } = await loginAs(t.fastify, 'alice', 'pw'));
     const sessions = t.stores.sessions as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     for (const name of Object.keys(sessions)) {
