@@ -74,7 +74,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       LOG_LEVEL: 'info',
       // Every request's line too (off by default), so the tests see and scan everything logged.
       ACCESS_LOG: 'true',
-      // No failure floor unless a test is about it (auth-failure-floor): refusals answer at once.
+      // No failure floor unless a test is about it (login/failure-floor): refusals answer at once.
       AUTH_FAILURE_DELAY_MS: '0',
       ...(options.dovecot === undefined
         ? { IMAP_HOST: '127.0.0.1', IMAP_SECURITY: 'plain', IMAP_PORT: '1' }
