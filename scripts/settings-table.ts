@@ -1,5 +1,6 @@
-// Rewrites the README's settings table from src/config/settings.ts (`npm run docs:settings`). The test
-// `ops-config.test.ts` fails when the README and the table differ, so run this after changing a setting.
+// Rewrites the README's settings table from src/config/settings.ts (`npm run docs:settings`).
+// test/ops/config.test.ts fails when the README and the table differ, so run this after changing a
+// setting.
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { settingsTableMarkdown } from '../src/config/settings.ts';
