@@ -4,17 +4,18 @@
 // the same way. The stores' own CPU per request is noted beside.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { startPostgres } from '../test/helpers/postgres.ts';
-import { startRedis } from '../test/helpers/redis.ts';
-import { answerDifferences } from './answers.ts';
-import { type BenchContext, type CaseResult, caseRow, contest, memoryVerdict } from './case-rows.ts';
-import { type Contender, median } from './compare.ts';
-import { sanityCheck, wrkLoad } from './measures.ts';
-import { childWith, cpuSecondsOfTree, memoryOf } from './procs.ts';
-import { type CaseRow, fixed, type MemoryRow, MIB } from './report.ts';
-import type { SeedPlan } from './seed.ts';
-import { seedPostgres, seedRedis } from './seed-stores.ts';
-import { type Server, startBaseline, startClubhouse } from './servers.ts';
+import { startPostgres } from '../../test/helpers/postgres.ts';
+import { startRedis } from '../../test/helpers/redis.ts';
+import { answerDifferences } from '../machinery/answers.ts';
+import { type Contender, median } from '../machinery/compare.ts';
+import { type BenchContext, contest } from '../machinery/contest.ts';
+import { sanityCheck, wrkLoad } from '../machinery/measures.ts';
+import { childWith, cpuSecondsOfTree, memoryOf } from '../machinery/procs.ts';
+import type { SeedPlan } from '../machinery/seed.ts';
+import { seedPostgres, seedRedis } from '../machinery/seed-stores.ts';
+import { type Server, startBaseline, startClubhouse } from '../machinery/servers.ts';
+import { type CaseResult, caseRow, memoryVerdict } from '../report/case-rows.ts';
+import { type CaseRow, fixed, type MemoryRow, MIB } from '../report/markdown.ts';
 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 

@@ -1,7 +1,7 @@
 // bench/results/ratios.svg: one bar per case, its ratio to its reference (the median of the
 // per-round ratios), with the target marked. Hand-written SVG: a dozen rectangles need no library.
-import { median } from './compare.ts';
-import type { CaseRow } from './report.ts';
+import { median } from '../machinery/compare.ts';
+import type { CaseRow } from './markdown.ts';
 
 const WIDTH = 760;
 const LABEL_WIDTH = 250;

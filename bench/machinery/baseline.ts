@@ -1,9 +1,10 @@
-// The ceiling for any Node endpoint here: the fastest correct node:http answer. It sends clubhouse's
-// own answers, recorded at start (bench/answers.ts): the same status, headers and body, prepared
-// once as a flat header array and a Buffer, chosen by the path alone (and, for check, whether a
-// cookie came). HTTP/1.1 with keep-alive, Date and Content-Length as node:http writes them; HEAD
-// gets no body, other methods 405. WORKERS > 1 forks node:cluster workers, as clubhouse scales.
-// Usage: node bench/baseline.ts PORT ANSWERS.json [WORKERS]
+// The ceiling for any Node endpoint here: the fastest correct node:http answer. It sends
+// clubhouse's own answers, recorded at start (answers.ts): the same status, headers and body,
+// prepared once as a flat header array and a Buffer, chosen by the path alone (and, for check,
+// whether a cookie came). HTTP/1.1 with keep-alive, Date and Content-Length as node:http writes
+// them; HEAD gets no body, other methods 405. WORKERS > 1 forks node:cluster workers, as clubhouse
+// scales.
+// Usage: node bench/machinery/baseline.ts PORT ANSWERS.json [WORKERS]
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';

@@ -1,10 +1,12 @@
 // The IMAP login case: POST /api/auth/login + logout against clubhouse, versus a raw IMAP
-// LOGIN/LOGOUT loop (bench/login-load.ts) straight against the same harness Dovecot, at the same
-// concurrency. Its reference CPU is Dovecot's (master and per-login processes).
-import { type BenchContext, type CaseResult, caseRow, contest, failureText } from './case-rows.ts';
-import { median, medianRound } from './compare.ts';
-import { assertRunning, dovecotPid, loginLoad, loginRound, withCpu } from './measures.ts';
-import { fixed } from './report.ts';
+// LOGIN/LOGOUT loop (bench/machinery/login-load.ts) straight against the same harness Dovecot, at
+// the same concurrency. Its reference CPU is Dovecot's (master and per-login processes).
+
+import { median, medianRound } from '../machinery/compare.ts';
+import { type BenchContext, contest } from '../machinery/contest.ts';
+import { assertRunning, dovecotPid, loginLoad, loginRound, withCpu } from '../machinery/measures.ts';
+import { type CaseResult, caseRow, failureText } from '../report/case-rows.ts';
+import { fixed } from '../report/markdown.ts';
 
 /** Runs the case on the main clubhouse (its logins add sessions to the 1 000 000). */
 export async function imapLoginCase(context: BenchContext, concurrency: number): Promise<CaseResult> {

@@ -1,12 +1,14 @@
 // The wrk cases against one clubhouse process and the 1-process baseline: check with a valid
 // session and without a cookie, the group list and a group's detail, and check with 1 000 sessions
 // seeded against 1 000 000 (the same 1 000-session working set).
-import { type BenchContext, type CaseResult, caseRow, contest, wrkContestant } from './case-rows.ts';
-import { medianRound } from './compare.ts';
-import { sanityCheck } from './measures.ts';
-import { memoryOf } from './procs.ts';
-import { fixed, MIB } from './report.ts';
-import { startClubhouse } from './servers.ts';
+
+import { medianRound } from '../machinery/compare.ts';
+import { type BenchContext, contest, wrkContestant } from '../machinery/contest.ts';
+import { sanityCheck } from '../machinery/measures.ts';
+import { memoryOf } from '../machinery/procs.ts';
+import { startClubhouse } from '../machinery/servers.ts';
+import { type CaseResult, caseRow } from '../report/case-rows.ts';
+import { fixed, MIB } from '../report/markdown.ts';
 
 /** check with a valid session (10 000 rotating of 1 000 000), then without a cookie. */
 export async function checkCases(context: BenchContext): Promise<CaseResult> {

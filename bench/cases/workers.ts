@@ -1,19 +1,13 @@
 // WORKERS=2: check with a valid session on a 2-worker clubhouse, against a 2-worker baseline and,
 // in the same rounds, the 1-process clubhouse (how much the second worker adds).
-import {
-  atLeast,
-  type BenchContext,
-  type CaseResult,
-  caseRow,
-  contest,
-  memoryVerdict,
-  wrkContestant,
-} from './case-rows.ts';
-import { median, medianRound, ratiosOf } from './compare.ts';
-import { sanityCheck } from './measures.ts';
-import { memoryOf, sumMemory } from './procs.ts';
-import { fixed, MIB } from './report.ts';
-import { type Server, startBaseline, startClubhouse } from './servers.ts';
+
+import { median, medianRound, ratiosOf } from '../machinery/compare.ts';
+import { type BenchContext, contest, wrkContestant } from '../machinery/contest.ts';
+import { sanityCheck } from '../machinery/measures.ts';
+import { memoryOf, sumMemory } from '../machinery/procs.ts';
+import { type Server, startBaseline, startClubhouse } from '../machinery/servers.ts';
+import { atLeast, type CaseResult, caseRow, memoryVerdict } from '../report/case-rows.ts';
+import { fixed, MIB } from '../report/markdown.ts';
 
 /** The idle and peak (VmHWM) RSS summed over a server's processes: the primary and its workers. */
 function treeMemory(server: Server): { now: number; hwm: number; perWorker: string } {

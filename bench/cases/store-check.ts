@@ -1,19 +1,20 @@
-// A microbenchmark of the store's part of the hot paths (issue 14), before/after in one process: the
-// session cache's answer as the raw check path asks it, with "anything committed?" asked of PRAGMA
-// data_version on every call (before: unwatched()) or of the WAL-index header (after: watchCommits),
-// in alternating rounds so that a busy machine weighs on both alike; then the group cache's answers.
-// A second connection on the same file commits now and then in the last case, as another worker
-// would. `node --disable-warning=ExperimentalWarning bench/store-check.ts` prints µs per call.
+// A microbenchmark of the store's part of the hot paths (issue 14), before/after in one process:
+// the session cache's answer as the raw check path asks it, with "anything committed?" asked of
+// PRAGMA data_version on every call (before: unwatched()) or of the WAL-index header (after:
+// watchCommits), in alternating rounds so that a busy machine weighs on both alike; then the group
+// cache's answers. A second connection on the same file commits now and then in the last case, as
+// another worker would. `node --disable-warning=ExperimentalWarning bench/cases/store-check.ts`
+// prints µs per call.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashSessionId } from '../src/auth/sessions.ts';
-import { GROUP_JSON } from '../src/groups/json.ts';
-import { hasGroupCache } from '../src/store/group-types.ts';
-import { unwatched, watchCommits } from '../src/store/sqlite/commit-watch.ts';
-import { call } from '../src/store/sqlite/driver.ts';
-import { cachedSqliteSessions } from '../src/store/sqlite/sessions.ts';
-import { openSqliteStores } from '../src/store/sqlite/store.ts';
+import { hashSessionId } from '../../src/auth/sessions.ts';
+import { GROUP_JSON } from '../../src/groups/json.ts';
+import { hasGroupCache } from '../../src/store/group-types.ts';
+import { unwatched, watchCommits } from '../../src/store/sqlite/commit-watch.ts';
+import { call } from '../../src/store/sqlite/driver.ts';
+import { cachedSqliteSessions } from '../../src/store/sqlite/sessions.ts';
+import { openSqliteStores } from '../../src/store/sqlite/store.ts';
 
 const CALLS = 200_000;
 const ROUNDS = 15;

@@ -40,7 +40,7 @@ for (const name of ONLY) {
 /** Whether the case `name` runs in this invocation. */
 export const runs = (name: CaseName): boolean => ONLY.length === 0 || ONLY.includes(name);
 
-const RESULTS = path.join(import.meta.dirname, 'results');
+const RESULTS = path.join(import.meta.dirname, '..', 'results');
 // A smoke or focused run must not overwrite the figures of a full one.
 export const REPORT_FILE = path.join(
   RESULTS,

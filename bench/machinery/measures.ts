@@ -1,10 +1,10 @@
 // How one side of a case is loaded and measured: wrk against a server, or the login loop
-// (bench/login-load.ts) against clubhouse or straight against Dovecot, each with the CPU that the
-// server, the load generator and the whole machine used meanwhile; and the checks run before.
+// (login-load.ts) against clubhouse or straight against Dovecot, each with the CPU that the server,
+// the load generator and the whole machine used meanwhile; and the checks run before.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { spawnManaged } from '../test/helpers/child.ts';
-import type { Dovecot } from '../test/helpers/dovecot.ts';
+import { spawnManaged } from '../../test/helpers/child.ts';
+import type { Dovecot } from '../../test/helpers/dovecot.ts';
 import type { Measure, Round } from './compare.ts';
 import type { LoginLoadResult } from './login-load.ts';
 import { childrenOf, cpuSecondsOfTree, machineTicks } from './procs.ts';
@@ -14,7 +14,7 @@ import { runWrk } from './wrk.ts';
 
 export const CONNECTIONS = 50;
 export const THREADS = 2;
-const ROOT = path.join(import.meta.dirname, '..');
+const ROOT = path.join(import.meta.dirname, '..', '..');
 
 /** A process tree whose CPU (and, for a server, stdout) a round counts. */
 export interface Watched {
@@ -95,14 +95,14 @@ export function wrkLoad(
     });
 }
 
-/** bench/login-load.ts in its own process; `args` after the mode. */
+/** login-load.ts in its own process; `args` after the mode. */
 export async function loginLoad(
   mode: 'http' | 'imap' | 'ldap',
   args: string[],
 ): Promise<LoginLoadResult & { cores: number }> {
   const child = spawnManaged(
     NODE,
-    ['--disable-warning=ExperimentalWarning', 'bench/login-load.ts', mode, ...args],
+    ['--disable-warning=ExperimentalWarning', 'bench/machinery/login-load.ts', mode, ...args],
     {
       cwd: ROOT,
     },

@@ -3,10 +3,10 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fixed } from './report.ts';
-import { NODE, type Server } from './servers.ts';
+import { NODE, type Server } from '../machinery/servers.ts';
+import { fixed } from './markdown.ts';
 
-const ROOT = path.join(import.meta.dirname, '..');
+const ROOT = path.join(import.meta.dirname, '..', '..');
 
 function sh(command: string, args: string[]): string {
   try {

@@ -1,6 +1,6 @@
-// Runs wrk with one of the Lua scripts of bench/wrk/ and reads the line their done() prints.
+// Runs wrk with one of the Lua scripts of wrk/ and reads the line their done() prints.
 import path from 'node:path';
-import { spawnManaged } from '../test/helpers/child.ts';
+import { spawnManaged } from '../../test/helpers/child.ts';
 import { cpuSecondsOfTree } from './procs.ts';
 
 export const WRK_BIN = '/usr/bin/wrk';
@@ -9,9 +9,9 @@ const SCRIPTS = path.join(import.meta.dirname, 'wrk');
 export interface WrkOptions {
   /** Full URL; its path is what no-cookie.lua requests. */
   readonly url: string;
-  /** File name under bench/wrk/. */
+  /** File name under wrk/. */
   readonly script: string;
-  /** The load file the script reads (bench/seed.ts). */
+  /** The load file the script reads (seed.ts). */
   readonly loadFile: string;
   readonly seconds: number;
   readonly connections: number;

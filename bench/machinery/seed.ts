@@ -3,9 +3,9 @@
 // Writes the raw ids of the sessions the load uses, with their users' groups, for the wrk scripts.
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { hashSessionId, SESSION_MAX_AGE_SECONDS } from '../src/auth/sessions.ts';
-import { transaction } from '../src/store/sqlite/driver.ts';
-import { openSqliteStores } from '../src/store/sqlite/store.ts';
+import { hashSessionId, SESSION_MAX_AGE_SECONDS } from '../../src/auth/sessions.ts';
+import { transaction } from '../../src/store/sqlite/driver.ts';
+import { openSqliteStores } from '../../src/store/sqlite/store.ts';
 
 export interface SeedPlan {
   /** Rows in sessions; the first `loadSessions` of them are the ones the load uses. */

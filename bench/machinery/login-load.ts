@@ -9,9 +9,9 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import tls from 'node:tls';
 import { Client } from 'ldapts';
-import { TEST_USERS } from '../test/helpers/dovecot.ts';
-import { readLines } from '../test/helpers/lines.ts';
-import { PEOPLE_DN } from '../test/helpers/slapd.ts';
+import { TEST_USERS } from '../../test/helpers/dovecot.ts';
+import { readLines } from '../../test/helpers/lines.ts';
+import { PEOPLE_DN } from '../../test/helpers/slapd.ts';
 
 export interface LoginLoadResult {
   readonly mode: 'http' | 'imap' | 'ldap';

@@ -1,18 +1,18 @@
 // The servers under load, each a child process on a free loopback port: clubhouse itself
 // (src/main.ts, as `npm start` runs it, with its default settings) and the bare node:http baseline
-// (bench/baseline.ts), both on the same node binary. A server's stdout goes to a file, as it would
-// to a log file or journald: the bench counts its bytes, and no pipe reader competes for the CPU.
+// (baseline.ts), both on the same node binary. A server's stdout goes to a file, as it would to a
+// log file or journald: the bench counts its bytes, and no pipe reader competes for the CPU.
 import { readFileSync, statSync, truncateSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SETTINGS } from '../src/config/settings.ts';
-import type { ManagedChild } from '../test/helpers/child.ts';
-import { spawnManaged } from '../test/helpers/child.ts';
-import type { Dovecot } from '../test/helpers/dovecot.ts';
-import { canConnect, freePort } from '../test/helpers/ports.ts';
+import { SETTINGS } from '../../src/config/settings.ts';
+import type { ManagedChild } from '../../test/helpers/child.ts';
+import { spawnManaged } from '../../test/helpers/child.ts';
+import type { Dovecot } from '../../test/helpers/dovecot.ts';
+import { canConnect, freePort } from '../../test/helpers/ports.ts';
 import { childrenOf } from './procs.ts';
 
-const ROOT = path.join(import.meta.dirname, '..');
+const ROOT = path.join(import.meta.dirname, '..', '..');
 export const NODE = path.join(ROOT, 'node_modules', '.bin', 'node');
 const START_TIMEOUT_MS = 30_000;
 const TAIL_BYTES = 64 * 1024;
@@ -172,12 +172,12 @@ export async function startClubhouse(options: ClubhouseOptions): Promise<Server>
   });
 }
 
-/** The bare node:http ceiling serving `answers` (bench/answers.ts), with `workers` node:cluster workers. */
+/** The bare node:http ceiling serving `answers` (answers.ts), with `workers` node:cluster workers. */
 export async function startBaseline(label: string, answers: string, workers: number, dir: string) {
   const port = await freePort();
   return start({
     label,
-    args: [path.join(ROOT, 'bench', 'baseline.ts'), String(port), answers, String(workers)],
+    args: [path.join(ROOT, 'bench', 'machinery', 'baseline.ts'), String(port), answers, String(workers)],
     settings: {},
     port,
     workers,

@@ -1,5 +1,12 @@
 // bench/results/latest.md: the figures of one `npm run bench` as Markdown tables.
-import { type Comparison, median, medianRound, perRequest, type Round, type Side } from './compare.ts';
+import {
+  type Comparison,
+  median,
+  medianRound,
+  perRequest,
+  type Round,
+  type Side,
+} from '../machinery/compare.ts';
 
 export interface Verdict {
   readonly target: string;

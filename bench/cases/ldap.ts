@@ -2,11 +2,12 @@
 // clubhouse with AUTH_BACKENDS=ldap (direct bind over LDAPS), versus a raw ldapts bind loop
 // (connect, TLS, bind, unbind) on the same harness slapd, at the same concurrency.
 
-import { TEST_USERS } from '../test/helpers/dovecot.ts';
-import { PEOPLE_DN, startSlapd } from '../test/helpers/slapd.ts';
-import { type BenchContext, type CaseResult, caseRow, contest, failureText } from './case-rows.ts';
-import { assertRunning, loginLoad, loginRound, withCpu } from './measures.ts';
-import { startClubhouse } from './servers.ts';
+import { TEST_USERS } from '../../test/helpers/dovecot.ts';
+import { PEOPLE_DN, startSlapd } from '../../test/helpers/slapd.ts';
+import { type BenchContext, contest } from '../machinery/contest.ts';
+import { assertRunning, loginLoad, loginRound, withCpu } from '../machinery/measures.ts';
+import { startClubhouse } from '../machinery/servers.ts';
+import { type CaseResult, caseRow, failureText } from '../report/case-rows.ts';
 
 /** Runs the case on its own slapd and clubhouse (on the 1 000-session database), both stopped after. */
 export async function ldapLoginCase(context: BenchContext, concurrency: number): Promise<CaseResult> {

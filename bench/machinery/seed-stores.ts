@@ -1,13 +1,13 @@
-// Seeds the stores of the PostgreSQL + Redis case with the data bench/seed.ts puts in SQLite:
-// groups and memberships through the store's own import (set-based statements over unnest), and
-// the sessions straight into Redis in the session store's key layout (src/store/redis/scripts.ts),
-// a script and a ZADD per batch of 10 000.
+// Seeds the stores of the PostgreSQL + Redis case with the data seed.ts puts in SQLite: groups and
+// memberships through the store's own import (set-based statements over unnest), and the sessions
+// straight into Redis in the session store's key layout (src/store/redis/scripts.ts), a script and
+// a ZADD per batch of 10 000.
 import { Redis } from 'ioredis';
-import { hashSessionId } from '../src/auth/sessions.ts';
-import { loadConfig } from '../src/config/config.ts';
-import { applyImport } from '../src/groups/import.ts';
-import { openStores } from '../src/store/open.ts';
-import { keys } from '../src/store/redis/scripts.ts';
+import { hashSessionId } from '../../src/auth/sessions.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { applyImport } from '../../src/groups/import.ts';
+import { openStores } from '../../src/store/open.ts';
+import { keys } from '../../src/store/redis/scripts.ts';
 import {
   groupOf,
   groupsOf,
