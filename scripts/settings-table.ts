@@ -1,6 +1,6 @@
 // Rewrites the settings table of docs/configuration.md from src/config/settings.ts (`npm run
-// docs:settings`). A test of the ops config suite fails when that page and the table differ, so run
-// this after changing a setting.
+// docs:settings`). test/ops/config.test.ts fails when that page and the table differ, so run this
+// after changing a setting.
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { settingsTableMarkdown } from '../src/config/settings.ts';

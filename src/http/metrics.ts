@@ -42,7 +42,7 @@ const BREAKER_STATES: Record<string, number> = { closed: 0, half_open: 1, open: 
  * on the 1M-session database, 8 alternating rounds of 3 s): 32.2 against 28.6 µs of CPU per request
  * (no cookie 21.8 against 20.8) and 9–16 MiB more peak RSS. Pauses still show in the event-loop lag
  * metrics. collectDefaultMetrics cannot leave one out, so each of its metricsList is registered by
- * its own module (prom-client is pinned; test/ops-default-metrics.test.ts checks the result).
+ * its own module (prom-client is pinned; test/ops/default-metrics.test.ts checks the result).
  */
 const OMITTED_DEFAULT_METRICS: readonly string[] = ['gc'];
 const promClientModule = createRequire(import.meta.url);

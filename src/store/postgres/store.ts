@@ -13,7 +13,9 @@ import type { Stores } from '../types.ts';
 import { createPool, type PostgresConnection, postgresConnection, postgresDriver, query } from './driver.ts';
 import { migratePostgres } from './schema.ts';
 
-/** The SQL of the two group endpoints as PostgreSQL runs them (store-postgres.test.ts, plans). */
+/**
+ * The SQL of the two group endpoints as PostgreSQL runs them (test/store/postgres.test.ts, plans).
+ */
 export const POSTGRES_GROUP_QUERIES = GROUP_QUERIES;
 
 export interface PostgresOptions {

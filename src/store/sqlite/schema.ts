@@ -1,6 +1,6 @@
 // Versioned migrations of the embedded SQLite database, and their runner. Limits of contract §4
 // (limits.ts) are enforced here (CHECK, UNIQUE, foreign keys, STRICT types) as well as in the code;
-// the limits tests of store-contract.test.ts prove the two agree.
+// the limits tests of test/store/contract.test.ts prove the two agree.
 import type { DatabaseSync } from 'node:sqlite';
 import { type Migration, migrate } from '../sql/migrate.ts';
 import { SQLITE_DIALECT } from './dialect.ts';
