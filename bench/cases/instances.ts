@@ -1,4 +1,4 @@
-// Two instances on shared stores (README "Running several instances"): DATABASE_URL on a private
+// Two instances on shared stores (docs/operations.md, "Running several instances"): DATABASE_URL on a private
 // PostgreSQL holding the groups, SESSION_STORE on a private Redis holding 1 000 000 sessions. Both
 // instances are loaded at once (one wrk each, rates summed), against two baseline processes loaded
 // the same way. The stores' own CPU per request is noted beside.

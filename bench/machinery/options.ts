@@ -46,7 +46,7 @@ export const REPORT_FILE = path.join(
   RESULTS,
   QUICK ? 'quick.md' : ONLY.length > 0 ? `only-${ONLY.join('-')}.md` : 'latest.md',
 );
-/** The chart of the ratios: a full run's (the README shows it), a smoke run's; a focused run draws none. */
+/** The chart of the ratios: a full run's (the README links it), a smoke run's; a focused run draws none. */
 export const CHART_FILE = QUICK
   ? path.join(RESULTS, 'quick.svg')
   : ONLY.length > 0

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { README, withSettingsTable } from '../../scripts/settings-table.ts';
+import { SETTINGS_PAGE, withSettingsTable } from '../../scripts/settings-table.ts';
 import { runCli } from '../../src/cli/main.ts';
 import { ConfigError, environmentWithDotenv, loadConfig } from '../../src/config/config.ts';
 import { configReport } from '../../src/config/report.ts';
@@ -214,7 +214,7 @@ describe('clubhouse config check', () => {
   });
 });
 
-// Issue 13: one table (src/settings.ts) is the parser's, the report's and the README's source.
+// Issue 13: one table (src/config/settings.ts) is the parser's, the report's and docs/configuration.md's source.
 describe('the settings table', () => {
   // A non-default valid value for every setting; a new setting must be added here too.
   const OTHER_VALUES: Record<SettingName, string> = {
@@ -328,8 +328,8 @@ describe('the settings table', () => {
     assert.ok(!JSON.stringify(settings).includes('ssssssss'));
   });
 
-  test('the README settings table is the rendering of the table (npm run docs:settings)', () => {
-    const readme = readFileSync(README, 'utf8');
+  test('the settings table of docs/configuration.md is the rendering of the table (npm run docs:settings)', () => {
+    const readme = readFileSync(SETTINGS_PAGE, 'utf8');
     assert.equal(readme, withSettingsTable(readme), 'run npm run docs:settings');
     for (const name of Object.keys(SETTINGS)) assert.ok(readme.includes(`| \`${name}\` |`), name);
   });
