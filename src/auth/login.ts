@@ -49,6 +49,15 @@ const fail = (failure: LoginFailure, reason: string): Failure => ({ kind: 'failu
 // An outage does not, nor does input refused before admission (it is never admitted).
 const COUNTED: ReadonlySet<LoginFailure> = new Set(['bad_credentials', 'user_disabled', 'user_not_allowed']);
 
+/**
+ * Waits at least `ms` by performance.now: a timer counts from the event loop's cached time, which lags
+ * on a busy loop, so it can fire a little early; what is left is waited again.
+ */
+async function sleepAtLeast(ms: number): Promise<void> {
+  const end = performance.now() + ms;
+  for (let left = ms; left > 0; left = Math.ceil(end - performance.now())) await sleep(left);
+}
+
 /** Identical attempts (same canonical username and password) share a key; the password is not kept. */
 function verdictKey(username: string, password: string): string {
   return createHash('sha256').update(username).update('\0').update(password).digest('base64');
@@ -63,7 +72,7 @@ export class LoginProcedure {
 
   constructor(deps: LoginDeps) {
     this.#deps = deps;
-    this.#sleep = deps.sleep ?? ((ms) => sleep(ms));
+    this.#sleep = deps.sleep ?? sleepAtLeast;
     this.#now = deps.now ?? (() => performance.now());
   }
 
