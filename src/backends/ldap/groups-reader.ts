@@ -59,7 +59,7 @@ export interface DirectorySkip {
   readonly reason: string;
 }
 
-export type DirectoryRead =
+type DirectoryRead =
   | {
       readonly ok: true;
       readonly groups: readonly DirectoryGroupRecord[];
