@@ -261,6 +261,7 @@ describe('the settings table', () => {
     LDAP_GROUP_ACTIVITIES_ATTRIBUTE: 'info',
     GROUP_SYNC_INTERVAL: '15m',
     GROUP_SYNC_TIMEOUT_MS: '60000',
+    GROUP_SYNC_PAGE_SIZE: '100',
     COOKIE_SECURE: 'true',
     TRUSTED_ORIGINS: 'https://app.example.org',
     ALLOWED_HOSTS: 'club.example.org',
@@ -321,6 +322,7 @@ describe('the settings table', () => {
     LDAP_GROUP_ACTIVITIES_ATTRIBUTE: groups,
     GROUP_SYNC_INTERVAL: groups,
     GROUP_SYNC_TIMEOUT_MS: groups,
+    GROUP_SYNC_PAGE_SIZE: groups,
   };
   const withoutTable = (config: ReturnType<typeof loadConfig>) => {
     const { settings: _settings, ...rest } = config;

@@ -218,7 +218,10 @@ export interface AuthConfigFile {
 }
 
 /** Reads and validates the AUTH_CONFIG file; throws ConfigError naming the file and the bad entry. */
-export function readAuthConfig(file: string, groupSyncTimeoutMs: number): AuthConfigFile {
+export function readAuthConfig(
+  file: string,
+  groupSyncLimits: { readonly timeoutMs: number; readonly pageSize: number },
+): AuthConfigFile {
   const refuseAt = (path: string, message: string): never => {
     throw new ConfigError('AUTH_CONFIG', `${file}: ${path}: ${message}`);
   };
@@ -248,7 +251,7 @@ export function readAuthConfig(file: string, groupSyncTimeoutMs: number): AuthCo
         if (groupSync !== null) at('groups', `only one backend may sync groups (${groupSync.backend} does)`);
         groupSync = {
           backend: entry.name,
-          directory: groupSyncSettings(entry.groups, ldap, groupSyncTimeoutMs, at),
+          directory: groupSyncSettings(entry.groups, ldap, groupSyncLimits, at),
         };
       }
       return { kind: 'ldap', name: entry.name, domains, ldap };

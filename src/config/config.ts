@@ -160,6 +160,11 @@ function backendsFromEnvironment(s: CleanedSettings, imap: ConfiguredImap): Conf
   );
 }
 
+const syncLimits = (s: CleanedSettings) => ({
+  timeoutMs: s.GROUP_SYNC_TIMEOUT_MS,
+  pageSize: s.GROUP_SYNC_PAGE_SIZE,
+});
+
 /** The group sync of the LDAP_GROUP_* settings over the LDAP_* directory, or null (§11). */
 function groupSyncFromEnvironment(s: CleanedSettings) {
   if (s.LDAP_GROUP_BASE_DN === undefined) return null;
@@ -174,7 +179,7 @@ function groupSyncFromEnvironment(s: CleanedSettings) {
       activitiesAttribute: s.LDAP_GROUP_ACTIVITIES_ATTRIBUTE,
     },
     ldapFromEnvironment(s),
-    s.GROUP_SYNC_TIMEOUT_MS,
+    syncLimits(s),
     envRefuse('LDAP'),
   );
   return { backend: 'ldap', directory };
@@ -206,7 +211,7 @@ export function loadConfig(env: Env): Config {
   // The environment's IMAP server is checked when IMAP is listed, or when nothing else is (the CLI).
   const imap = imapFromEnvironment(s);
   const configFile = s.AUTH_CONFIG ?? null;
-  const file = configFile === null ? null : readAuthConfig(configFile, s.GROUP_SYNC_TIMEOUT_MS);
+  const file = configFile === null ? null : readAuthConfig(configFile, syncLimits(s));
   const groupSync = file === null ? groupSyncFromEnvironment(s) : file.groupSync;
   if (groupSync === null && s.GROUP_SYNC_INTERVAL !== undefined)
     throw new ConfigError(

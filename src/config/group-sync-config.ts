@@ -28,14 +28,11 @@ export interface GroupSyncConfig {
   readonly intervalMs: number | null;
 }
 
-/** Entries per page of a paged search (RFC 2696): within OpenLDAP's and Active Directory's defaults. */
-const PAGE_SIZE = 500;
-
 /** Defaults, and the rule a schema cannot say: the sync reads as the service account (contract §11). */
 export function groupSyncSettings(
   raw: RawGroupSync,
   ldap: LdapSettings,
-  timeoutMs: number,
+  limits: { readonly timeoutMs: number; readonly pageSize: number },
   refuse: Refuse,
 ): GroupDirectorySettings {
   if (raw.baseDn === undefined) refuse('groups.baseDn', 'required');
@@ -53,7 +50,7 @@ export function groupSyncSettings(
     idAttribute: raw.idAttribute ?? 'entryUUID',
     shortDescriptionAttribute: raw.shortDescriptionAttribute ?? null,
     activitiesAttribute: raw.activitiesAttribute ?? null,
-    timeoutMs,
-    pageSize: PAGE_SIZE,
+    timeoutMs: limits.timeoutMs,
+    pageSize: limits.pageSize,
   };
 }

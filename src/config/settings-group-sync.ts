@@ -86,4 +86,13 @@ export const GROUP_SYNC_SETTINGS = {
       desc: "deadline of one sync's directory read: connect, TLS, bind and every page",
     }),
   ),
+  GROUP_SYNC_PAGE_SIZE: row(
+    integer(
+      1,
+      10_000,
+    )({
+      default: 500,
+      desc: "entries per page of the sync's paged searches (RFC 2696); at most the directory's own page limit (Active Directory's MaxPageSize, 1000 by default)",
+    }),
+  ),
 };
