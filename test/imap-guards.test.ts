@@ -5,8 +5,8 @@ import { describe, test } from 'node:test';
 import type { VerifyResult } from '../src/backends/authenticator.ts';
 import { CircuitBreaker } from '../src/backends/breaker.ts';
 import { createImapAuthenticator } from '../src/backends/imap/authenticator.ts';
-import type { ImapSettings } from '../src/backends/imap/client.ts';
 import { classifyImapError, ImapClosedError, ImapProtocolError } from '../src/backends/imap/lines.ts';
+import type { ImapSettings } from '../src/backends/imap/settings.ts';
 import { RefusalTiming } from '../src/backends/refusal-timing.ts';
 import { backendTls } from '../src/backends/tls.ts';
 

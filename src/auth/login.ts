@@ -162,8 +162,9 @@ export class LoginProcedure {
     return fail(failure, reason);
   }
 
+  /** Sleeps until `at`, never less: a timer is armed in whole milliseconds, so the wait is rounded up. */
   async #waitUntil(at: number): Promise<void> {
-    const remaining = at - this.#now();
+    const remaining = Math.ceil(at - this.#now());
     if (remaining > 0) await this.#sleep(remaining);
   }
 

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import type { BackendKind } from '../backends/authenticator.ts';
 import type { BackendSpec } from '../backends/build.ts';
-import type { ImapSettings } from '../backends/imap/client.ts';
+import type { ImapSettings } from '../backends/imap/settings.ts';
 import type { LdapSecurity, LdapSettings } from '../backends/ldap/authenticator.ts';
 import type { GroupDirectorySettings } from '../backends/ldap/groups-reader.ts';
 import { ConfigError, isLoopbackHost } from './error.ts';
