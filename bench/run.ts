@@ -35,6 +35,7 @@ import { memoryOf } from './procs.ts';
 import { type CaseRow, fixed, type MemoryRow, renderReport } from './report.ts';
 import { seedDatabase } from './seed.ts';
 import { type Server, startBaseline, startClubhouse } from './servers.ts';
+import { syncCase } from './sync-case.ts';
 import { workersCase } from './workers-case.ts';
 import { WRK_BIN } from './wrk.ts';
 
@@ -115,6 +116,7 @@ async function main(cleanup: Cleanup): Promise<{ report: string; chart: string }
   if (runs('groups')) results.push(await groupCases(context, sizes['group-list']));
   if (runs('login')) results.push(await imapLoginCase(context, LOGIN_CONCURRENCY));
   if (runs('ldap')) results.push(await ldapLoginCase(context, LOGIN_CONCURRENCY));
+  if (runs('sync')) results.push(await syncCase(context));
   if (runs('size')) results.push(await sizeCase(context));
   const baselinePeak = memoryOf(baseline.pid).hwm;
   await stop(baseline);
