@@ -50,6 +50,8 @@ export function prepareDirectory(
   const refused = new Set<string>();
   const seen = new Set<string>();
   const usernames = new Set<string>();
+  // Each spelling is canonicalised once, however many groups name it.
+  const checkedNames = new Map<string, ReturnType<typeof checkUsername>>();
   for (const record of records) {
     if (seen.has(record.externalId)) {
       skipped.push({
@@ -81,7 +83,11 @@ export function prepareDirectory(
     }
     const members = new Map<string, 1 | 2>();
     const add = (raw: string, status: 1 | 2) => {
-      const checked = checkUsername(raw, usernameCase);
+      let checked = checkedNames.get(raw);
+      if (checked === undefined) {
+        checked = checkUsername(raw, usernameCase);
+        checkedNames.set(raw, checked);
+      }
       if ('reason' in checked) {
         skipped.push({ entry: record.dn, value: raw, reason: `username ${checked.reason}` });
         return;

@@ -207,13 +207,23 @@ async function readGroups(client: Client, settings: GroupDirectorySettings): Pro
     }
   }
 
-  // Every DN a group names, resolved at once by reading the user base (see the header).
+  // Every DN a group names, resolved at once by reading the user base (see the header). A DN is
+  // parsed once however many groups name it (100 000 memberships are a few thousand people).
+  const parsedDns = new Map<string, ReturnType<typeof parseDn>>();
+  const parseOnce = (dn: string) => {
+    let parsed = parsedDns.get(dn);
+    if (parsed === undefined) {
+      parsed = parseDn(dn);
+      parsedDns.set(dn, parsed);
+    }
+    return parsed;
+  };
   const wanted = new Map<string, string | null>();
   const dnValues = (values: Map<string, (string | Buffer)[]>, types: string[]) =>
     types.flatMap((type) => (values.get(type) ?? []).map((value) => stripUid(text(value))));
   for (const raw of raws) {
     for (const dn of dnValues(raw.values, ['member', 'uniquemember', 'owner'])) {
-      const parsed = parseDn(dn);
+      const parsed = parseOnce(dn);
       if (parsed !== null && isUnderBase(parsed, userBase)) wanted.set(dnKey(parsed), null);
     }
   }
@@ -233,7 +243,7 @@ async function readGroups(client: Client, settings: GroupDirectorySettings): Pro
     }
   }
   const resolve = (groupDn: string, dn: string): string | null => {
-    const parsed = parseDn(dn);
+    const parsed = parseOnce(dn);
     if (parsed === null) {
       skipped.push({ entry: groupDn, value: dn, reason: 'not a DN' });
       return null;
