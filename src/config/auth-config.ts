@@ -9,7 +9,9 @@ import type { BackendKind } from '../backends/authenticator.ts';
 import type { BackendSpec } from '../backends/build.ts';
 import type { ImapSettings } from '../backends/imap/settings.ts';
 import type { LdapSecurity, LdapSettings } from '../backends/ldap/authenticator.ts';
+import type { GroupDirectorySettings } from '../backends/ldap/groups-reader.ts';
 import { ConfigError, isLoopbackHost } from './error.ts';
+import { groupSyncSettings, type RawGroupSync } from './group-sync-config.ts';
 
 type ImapSecurity = ImapSettings['security'];
 
@@ -206,10 +208,20 @@ type FileEntry = RawLdap &
     kind: BackendKind;
     name: string;
     domains?: string[];
+    groups?: RawGroupSync;
   };
 
+/** The file's backends, and the group sync of the one `ldap` entry with a `groups` object (§11). */
+export interface AuthConfigFile {
+  readonly backends: ConfiguredBackend[];
+  readonly groupSync: { readonly backend: string; readonly directory: GroupDirectorySettings } | null;
+}
+
 /** Reads and validates the AUTH_CONFIG file; throws ConfigError naming the file and the bad entry. */
-export function readAuthConfig(file: string): ConfiguredBackend[] {
+export function readAuthConfig(
+  file: string,
+  groupSyncLimits: { readonly timeoutMs: number; readonly pageSize: number },
+): AuthConfigFile {
   const refuseAt = (path: string, message: string): never => {
     throw new ConfigError('AUTH_CONFIG', `${file}: ${path}: ${message}`);
   };
@@ -226,14 +238,26 @@ export function readAuthConfig(file: string): ConfiguredBackend[] {
   }
   const entries = (document as { backends: FileEntry[] }).backends;
   const names = new Set<string>();
-  return entries.map((entry, index): ConfiguredBackend => {
+  let groupSync: AuthConfigFile['groupSync'] = null;
+  const backends = entries.map((entry, index): ConfiguredBackend => {
     const at: Refuse = (field, message) => refuseAt(`backends[${index}].${field}`, message);
     if (names.has(entry.name)) at('name', `"${entry.name}" is used twice`);
     names.add(entry.name);
     const domains = entry.domains ?? null;
-    if (entry.kind === 'ldap')
-      return { kind: 'ldap', name: entry.name, domains, ldap: ldapSettings(entry, at) };
+    if (entry.kind === 'ldap') {
+      const ldap = ldapSettings(entry, at);
+      if (entry.groups !== undefined) {
+        // contract §11: one directory's groups; two would fight over the same synced groups.
+        if (groupSync !== null) at('groups', `only one backend may sync groups (${groupSync.backend} does)`);
+        groupSync = {
+          backend: entry.name,
+          directory: groupSyncSettings(entry.groups, ldap, groupSyncLimits, at),
+        };
+      }
+      return { kind: 'ldap', name: entry.name, domains, ldap };
+    }
     // The schema requires an IMAP entry's host.
     return { kind: 'imap', name: entry.name, domains, imap: imapSettings(entry, at) };
   });
+  return { backends, groupSync };
 }

@@ -15,10 +15,27 @@ function presentBackend(spec: ConfiguredBackend): Record<string, unknown> {
   return { name: spec.name, kind: spec.kind, domains: spec.domains ?? '(every username)', ...settings };
 }
 
+/** The group sync as `config check` shows it (contract §11): its directory and account, secrets masked. */
+function presentGroupSync(config: Config): Record<string, unknown> | null {
+  const sync = config.groupSync;
+  if (sync === null) return null;
+  const { ldap, ...groups } = sync.directory;
+  return {
+    backend: sync.backend,
+    url: ldap.url,
+    bindDn: ldap.bindDn,
+    bindPassword: ldap.bindPassword === null ? null : '***',
+    userBaseDn: ldap.baseDn,
+    ...groups,
+    interval: sync.intervalMs === null ? '(off)' : `${sync.intervalMs / 1000} s`,
+  };
+}
+
 /** The settings as an operator would write them, secrets masked, and the warnings about them. */
 export function configReport(config: Config): {
   settings: Record<string, string>;
   backends: Record<string, unknown>[];
+  groupSync: Record<string, unknown> | null;
   warnings: string[];
 } {
   // Every row of the settings table, so that a new setting cannot be missing here.
@@ -85,7 +102,12 @@ export function configReport(config: Config): {
       warnings.push(`Backend ${spec.name}: plain text, passwords travel unencrypted.`);
     }
   }
-  return { settings, backends: config.auth.backends.map(presentBackend), warnings };
+  return {
+    settings,
+    backends: config.auth.backends.map(presentBackend),
+    groupSync: presentGroupSync(config),
+    warnings,
+  };
 }
 
 /** The host of a postgres:// or redis:// URL (the first sentinel of a list); null for SQLite. */

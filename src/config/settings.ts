@@ -4,6 +4,7 @@
 // rendering), so the three cannot drift. Parsing is envalid's; the validators are in settings-parsers.ts and the
 // backends' rows in settings-backends.ts, the stores' in settings-stores.ts.
 import { BACKEND_SETTINGS } from './settings-backends.ts';
+import { GROUP_SYNC_SETTINGS } from './settings-group-sync.ts';
 import {
   allowedHosts,
   boolean,
@@ -38,6 +39,7 @@ export const SETTINGS = {
   ),
   ...STORE_SETTINGS,
   ...BACKEND_SETTINGS,
+  ...GROUP_SYNC_SETTINGS,
   COOKIE_SECURE: row(
     boolean({
       default: false,
@@ -179,7 +181,7 @@ function maskUrl(url: string): string {
 /** How `config check` shows one setting's effective value, secrets masked. */
 export function presentSetting(name: SettingName, value: unknown): string {
   const setting: Row = SETTINGS[name];
-  if (value === undefined || (Array.isArray(value) && value.length === 0)) {
+  if (value === undefined || value === null || (Array.isArray(value) && value.length === 0)) {
     return setting.unset ?? '(unset)';
   }
   if (setting.secret === 'value') return '***';
@@ -192,7 +194,9 @@ export function settingsTableMarkdown(): string {
   const lines = ['| Variable | Default | Meaning |', '| --- | --- | --- |'];
   for (const [name, setting] of settingRows()) {
     const fallback =
-      setting.default === undefined || (Array.isArray(setting.default) && setting.default.length === 0)
+      setting.default === undefined ||
+      setting.default === null ||
+      (Array.isArray(setting.default) && setting.default.length === 0)
         ? (setting.unset ?? '—')
         : `\`${formatValue(setting.default)}\``;
     lines.push(`| \`${name}\` | ${fallback} | ${setting.desc ?? ''} |`);

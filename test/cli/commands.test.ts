@@ -34,6 +34,8 @@ const COMMAND_NAMES = [
   'sessions purge-expired',
   'sessions list',
   'sessions revoke',
+  // contract §11 (issue 26).
+  'sync groups',
 ];
 
 const FIXTURE = {
@@ -295,7 +297,7 @@ describe('clubhouse in-process (runCli)', () => {
 
   test('migrate, group add|update|remove|list and member set|remove do what they say', async () => {
     const env = freshEnv();
-    assertOk(await cli(env, 'migrate'), ['Applied migrations: 1, 2, 3, 4, 5, 6.']);
+    assertOk(await cli(env, 'migrate'), ['Applied migrations: 1, 2, 3, 4, 5, 6, 7.']);
     assertOk(await cli(env, 'migrate'), ['Database is up to date.']);
     assert.deepEqual(parseOnly(await cli(env, 'migrate', '--json')), { applied: [], usernames: [] });
     assertOk(await cli(env, 'group', 'list'), ['No groups.']);
@@ -674,7 +676,7 @@ describe('clubhouse as a real process (bin/clubhouse.js)', () => {
     const fresh = { DATABASE_URL: `sqlite:${join(cwd, 'new', 'clubhouse.db')}` };
     const migrate = await runBin(['migrate'], { env: fresh, cwd });
     assert.equal(migrate.code, 0, migrate.stderr);
-    assert.equal(migrate.stdout, 'Applied migrations: 1, 2, 3, 4, 5, 6.\n');
+    assert.equal(migrate.stdout, 'Applied migrations: 1, 2, 3, 4, 5, 6, 7.\n');
     const stores = openSqliteStores(join(cwd, 'new', 'clubhouse.db'));
     try {
       assert.deepEqual(await stores.groups.exportData(), { groups: [], users: [], memberships: [] });

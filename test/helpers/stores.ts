@@ -52,6 +52,7 @@ const SQL_TABLES = [
   'memberships',
   'groups',
   'users',
+  'sync_leases',
 ];
 /** The tables of the session and throttle stores, dumped to prove what is and is not kept. */
 const DUMPED_TABLES = ['sessions', 'throttle_failures', 'throttle_pending', 'known_clients'];

@@ -252,6 +252,16 @@ describe('the settings table', () => {
     LDAP_TIMEOUT_MS: '7000',
     LDAP_MAX_CONCURRENCY: '8',
     LDAP_QUEUE_LIMIT: '10',
+    LDAP_GROUP_BASE_DN: 'ou=groups,dc=example,dc=org',
+    LDAP_GROUP_FILTER: '(objectClass=groupOfNames)',
+    LDAP_GROUP_CLASSROOM_FILTER: '(businessCategory=classroom)',
+    LDAP_USERNAME_ATTRIBUTE: 'sAMAccountName',
+    LDAP_GROUP_ID_ATTRIBUTE: 'objectGUID',
+    LDAP_GROUP_SHORT_DESCRIPTION_ATTRIBUTE: 'displayName',
+    LDAP_GROUP_ACTIVITIES_ATTRIBUTE: 'info',
+    GROUP_SYNC_INTERVAL: '15m',
+    GROUP_SYNC_TIMEOUT_MS: '60000',
+    GROUP_SYNC_PAGE_SIZE: '100',
     COOKIE_SECURE: 'true',
     TRUSTED_ORIGINS: 'https://app.example.org',
     ALLOWED_HOSTS: 'club.example.org',
@@ -284,6 +294,7 @@ describe('the settings table', () => {
     LDAP_BIND_PASSWORD: 'svc-secret',
     LDAP_BASE_DN: 'dc=example,dc=org',
   };
+  const groups = { ...search, LDAP_GROUP_BASE_DN: 'ou=groups,dc=example,dc=org' };
   const COMPANIONS: Partial<Record<SettingName, Record<string, string>>> = {
     IMAP_FORWARD_CLIENT_IP: { IMAP_SECURITY: 'tls' },
     DATABASE_CA_FILE: { DATABASE_URL: 'postgres://db.internal/clubhouse' },
@@ -302,6 +313,16 @@ describe('the settings table', () => {
     LDAP_TIMEOUT_MS: direct,
     LDAP_MAX_CONCURRENCY: direct,
     LDAP_QUEUE_LIMIT: direct,
+    LDAP_GROUP_BASE_DN: search,
+    LDAP_GROUP_FILTER: groups,
+    LDAP_GROUP_CLASSROOM_FILTER: groups,
+    LDAP_USERNAME_ATTRIBUTE: groups,
+    LDAP_GROUP_ID_ATTRIBUTE: groups,
+    LDAP_GROUP_SHORT_DESCRIPTION_ATTRIBUTE: groups,
+    LDAP_GROUP_ACTIVITIES_ATTRIBUTE: groups,
+    GROUP_SYNC_INTERVAL: groups,
+    GROUP_SYNC_TIMEOUT_MS: groups,
+    GROUP_SYNC_PAGE_SIZE: groups,
   };
   const withoutTable = (config: ReturnType<typeof loadConfig>) => {
     const { settings: _settings, ...rest } = config;

@@ -120,3 +120,8 @@ export function isUnderBase(dn: readonly Rdn[], base: readonly Rdn[]): boolean {
   const offset = dn.length - base.length;
   return base.every((rdn, i) => sameRdn(dn[offset + i] ?? [], rdn));
 }
+
+/** One text per name: two DNs that parseDn finds equal have the same key (a Map key for lookups). */
+export function dnKey(dn: readonly Rdn[]): string {
+  return dn.map((rdn) => rdn.map((ava) => `${ava.type}\u0001${ava.value}`).join('\u0002')).join('\u0000');
+}

@@ -4,6 +4,7 @@
 // points.
 import pg from 'pg';
 import { stepAsync } from '../sql/driver.ts';
+import { groupSyncMigration } from '../sql/group-sync-schema.ts';
 import { type Migration, migrate } from '../sql/migrate.ts';
 import { POSTGRES_DIALECT } from './dialect.ts';
 import {
@@ -108,6 +109,11 @@ const POSTGRES_MIGRATIONS: readonly Migration[] = [
       ALTER TABLE sessions ADD COLUMN user_agent text CHECK (user_agent IS NULL OR char_length(user_agent) <= 256);
       ALTER TABLE sessions ADD COLUMN last_seen bigint;
     `,
+  },
+  {
+    version: 5,
+    name: 'groups from the directory',
+    sql: groupSyncMigration({ text: 'text', bigint: 'bigint', tableOptions: '' }),
   },
 ];
 

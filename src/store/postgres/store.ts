@@ -4,6 +4,7 @@
 // (sql/rows.ts reads them).
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
+import { sqlGroupSyncStore } from '../sql/group-sync.ts';
 import { GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
 import { sqlSessionStore } from '../sql/sessions.ts';
 import { sqlThrottleStore } from '../sql/throttle.ts';
@@ -40,6 +41,7 @@ export async function openPostgresStores(
     users: sqlUserStore(driver),
     usernames: sqlUsernameMaintenance(driver),
     groups: sqlGroupStore(driver),
+    groupSync: sqlGroupSyncStore(driver),
     sessions: sqlSessionStore(driver),
     throttle: sqlThrottleStore(driver),
     secretKey: () => driver.run(secretKey(randomBytes(32))),

@@ -2,6 +2,7 @@
 // (limits.ts) are enforced here (CHECK, UNIQUE, foreign keys, STRICT types) as well as in the code;
 // the limits tests of test/store/contract.test.ts prove the two agree.
 import type { DatabaseSync } from 'node:sqlite';
+import { groupSyncMigration } from '../sql/group-sync-schema.ts';
 import { type Migration, migrate } from '../sql/migrate.ts';
 import { SQLITE_DIALECT } from './dialect.ts';
 import { sqliteDriver } from './driver.ts';
@@ -159,6 +160,11 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       CREATE TRIGGER users_delete_generation AFTER DELETE ON users
       BEGIN UPDATE group_generation SET value = value + 1; END;
     `,
+  },
+  {
+    version: 7,
+    name: 'groups from the directory',
+    sql: groupSyncMigration({ text: 'TEXT', bigint: 'INTEGER', tableOptions: ' WITHOUT ROWID, STRICT' }),
   },
 ];
 

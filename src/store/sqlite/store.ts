@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DatabaseSync } from 'node:sqlite';
 import type { GroupJson } from '../group-types.ts';
+import { sqlGroupSyncStore } from '../sql/group-sync.ts';
 import { GROUP_QUERIES as SHARED_GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
 import { sqlThrottleStore } from '../sql/throttle.ts';
 import { sqlUsernameMaintenance } from '../sql/usernames.ts';
@@ -57,6 +58,7 @@ export function openSqliteStores(
       options.groupJson === undefined
         ? sqlGroupStore(driver)
         : cachedSqliteGroups(db, driver, call, watch, options.groupJson),
+    groupSync: sqlGroupSyncStore(driver),
     sessions: cachedSqliteSessions(db, call, watch),
     throttle: sqlThrottleStore(driver),
     atOnce: (work) => watch.once(work),
