@@ -208,23 +208,27 @@ async function readGroups(client: Client, settings: GroupDirectorySettings): Pro
   }
 
   // Every DN a group names, resolved at once by reading the user base (see the header). A DN is
-  // parsed once however many groups name it (100 000 memberships are a few thousand people).
-  const parsedDns = new Map<string, ReturnType<typeof parseDn>>();
-  const parseOnce = (dn: string) => {
-    let parsed = parsedDns.get(dn);
-    if (parsed === undefined) {
-      parsed = parseDn(dn);
-      parsedDns.set(dn, parsed);
+  // parsed once however many groups name it (100 000 memberships are a few thousand people): its
+  // key under the user base, or why it has none.
+  const dnLookups = new Map<string, { readonly key: string } | { readonly skip: string }>();
+  const lookup = (dn: string) => {
+    let found = dnLookups.get(dn);
+    if (found === undefined) {
+      const parsed = parseDn(dn);
+      if (parsed === null) found = { skip: 'not a DN' };
+      else if (!isUnderBase(parsed, userBase)) found = { skip: 'outside the user base (LDAP_BASE_DN)' };
+      else found = { key: dnKey(parsed) };
+      dnLookups.set(dn, found);
     }
-    return parsed;
+    return found;
   };
   const wanted = new Map<string, string | null>();
   const dnValues = (values: Map<string, (string | Buffer)[]>, types: string[]) =>
     types.flatMap((type) => (values.get(type) ?? []).map((value) => stripUid(text(value))));
   for (const raw of raws) {
     for (const dn of dnValues(raw.values, ['member', 'uniquemember', 'owner'])) {
-      const parsed = parseOnce(dn);
-      if (parsed !== null && isUnderBase(parsed, userBase)) wanted.set(dnKey(parsed), null);
+      const found = lookup(dn);
+      if ('key' in found) wanted.set(found.key, null);
     }
   }
   if (wanted.size > 0) {
@@ -243,16 +247,12 @@ async function readGroups(client: Client, settings: GroupDirectorySettings): Pro
     }
   }
   const resolve = (groupDn: string, dn: string): string | null => {
-    const parsed = parseOnce(dn);
-    if (parsed === null) {
-      skipped.push({ entry: groupDn, value: dn, reason: 'not a DN' });
+    const found = lookup(dn);
+    if ('skip' in found) {
+      skipped.push({ entry: groupDn, value: dn, reason: found.skip });
       return null;
     }
-    if (!isUnderBase(parsed, userBase)) {
-      skipped.push({ entry: groupDn, value: dn, reason: 'outside the user base (LDAP_BASE_DN)' });
-      return null;
-    }
-    const username = wanted.get(dnKey(parsed)) ?? null;
+    const username = wanted.get(found.key) ?? null;
     if (username === null)
       skipped.push({
         entry: groupDn,
