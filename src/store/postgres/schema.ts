@@ -15,7 +15,7 @@ import {
   postgresConnection,
 } from './driver.ts';
 
-const POSTGRES_MIGRATIONS: readonly Migration[] = [
+export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'users, sessions, throttle',
