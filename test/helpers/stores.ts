@@ -43,6 +43,7 @@ export interface StoreData {
 }
 
 const SQL_TABLES = [
+  'oidc_flows',
   'sessions',
   'throttle_failures',
   'throttle_pending',
@@ -51,8 +52,8 @@ const SQL_TABLES = [
   'groups',
   'users',
 ];
-/** The tables of the session and throttle stores, dumped to prove what is and is not kept. */
-const DUMPED_TABLES = ['sessions', 'throttle_failures', 'throttle_pending', 'known_clients'];
+/** The tables of the session, throttle and flow stores, dumped to prove what is and is not kept. */
+const DUMPED_TABLES = ['sessions', 'throttle_failures', 'throttle_pending', 'known_clients', 'oidc_flows'];
 
 /** Rows as JSON with byte strings in hex (Buffer's own toJSON would hide them from a replacer). */
 function rowsJson(tables: Record<string, unknown>[][]): string {
@@ -103,7 +104,7 @@ async function dumpRedis(client: Redis, prefix: string): Promise<string> {
         ? await client.hgetall(key)
         : type === 'zset'
           ? await client.zrangebyscore(key, '-inf', '+inf', 'WITHSCORES')
-          : await client.get(key);
+          : (await client.getBuffer(key))?.toString('hex');
   }
   return JSON.stringify(out);
 }

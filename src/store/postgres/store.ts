@@ -4,6 +4,7 @@
 // (sql/rows.ts reads them).
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
+import { sqlFlowStore } from '../sql/flows.ts';
 import { GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
 import { sqlSessionStore } from '../sql/sessions.ts';
 import { sqlThrottleStore } from '../sql/throttle.ts';
@@ -40,6 +41,7 @@ export async function openPostgresStores(
     groups: sqlGroupStore(driver),
     sessions: sqlSessionStore(driver),
     throttle: sqlThrottleStore(driver),
+    flows: sqlFlowStore(driver),
     secretKey: () => driver.run(secretKey(randomBytes(32))),
     ping: async () => {
       await query(pool, 'SELECT 1');

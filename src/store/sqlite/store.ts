@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DatabaseSync } from 'node:sqlite';
 import type { GroupJson } from '../group-types.ts';
+import { sqlFlowStore } from '../sql/flows.ts';
 import { GROUP_QUERIES as SHARED_GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
 import { sqlThrottleStore } from '../sql/throttle.ts';
 import { sqlUsernameMaintenance } from '../sql/usernames.ts';
@@ -59,6 +60,7 @@ export function openSqliteStores(
         : cachedSqliteGroups(db, driver, call, watch, options.groupJson),
     sessions: cachedSqliteSessions(db, call, watch),
     throttle: sqlThrottleStore(driver),
+    flows: sqlFlowStore(driver),
     atOnce: (work) => watch.once(work),
     secretKey: () => driver.run(secretKey(randomBytes(32))),
     ping: () =>
