@@ -1,5 +1,5 @@
 // Which backends log people in (contract §8): `AUTH_BACKENDS` over the IMAP_* and LDAP_* settings,
-// or `AUTH_CONFIG=FILE`, a JSON file validated against docs/auth-config.schema.json at start-up
+// or `AUTH_CONFIG=FILE` (which also lists the identity providers of contract §10), a JSON file validated against docs/auth-config.schema.json at start-up
 // (an invalid file stops start-up naming the path of the bad entry, as an import does, §4). Each
 // rule of a backend's settings is decided here once, for the environment and the file alike, and
 // the result is the backends' own option types (backends/build.ts), which take nothing else.
@@ -9,6 +9,7 @@ import type { BackendKind } from '../backends/authenticator.ts';
 import type { BackendSpec } from '../backends/build.ts';
 import type { ImapSettings } from '../backends/imap/client.ts';
 import type { LdapSecurity, LdapSettings } from '../backends/ldap/authenticator.ts';
+import type { OidcSettings } from '../backends/oidc/settings.ts';
 import { ConfigError, isLoopbackHost } from './error.ts';
 
 type ImapSecurity = ImapSettings['security'];
@@ -201,15 +202,83 @@ function validate(document: unknown): ErrorObject[] {
   return (validator.errors ?? []).filter((e) => e.keyword !== 'if' && e.keyword !== 'oneOf');
 }
 
+/** The fields of an `oidc` entry (contract §10) before defaults and cross-checks. */
+interface RawOidc {
+  label?: string;
+  issuer?: string;
+  clientId?: string;
+  clientSecret?: string;
+  privateKeyFile?: string;
+  privateKeyId?: string;
+  scopes?: string;
+  usernameClaim?: string;
+}
+
 type FileEntry = RawLdap &
-  RawImap & {
-    kind: BackendKind;
+  RawImap &
+  RawOidc & {
+    kind: BackendKind | 'oidc';
     name: string;
     domains?: string[];
   };
 
-/** Reads and validates the AUTH_CONFIG file; throws ConfigError naming the file and the bad entry. */
-export function readAuthConfig(file: string): ConfiguredBackend[] {
+/** What AUTH_CONFIG lists: the password backends, in order, and the identity providers (§10). */
+export interface AuthConfig {
+  readonly backends: ConfiguredBackend[];
+  readonly providers: OidcSettings[];
+}
+
+/** contract §10: the redirect URI registered at a provider, under PUBLIC_URL (no trailing slash). */
+function oidcRedirectUri(publicUrl: string, name: string): string {
+  return `${publicUrl}/api/auth/oidc/${name}/callback`;
+}
+
+/**
+ * Defaults and the rules of a provider's settings a schema cannot say: `openid` among the scopes, the
+ * key file there. The schema has required the label, the issuer (https://), the client id and one of
+ * a secret or a key. `publicUrl` null: PUBLIC_URL is missing, which start-up names.
+ */
+function oidcSettings(
+  entry: RawOidc & { name: string; domains?: string[]; caFile?: string; timeoutMs?: number },
+  refuse: Refuse,
+  publicUrl: string | null,
+): OidcSettings {
+  if (publicUrl === null) {
+    throw new ConfigError(
+      'PUBLIC_URL',
+      `required with an oidc backend ("${entry.name}"): the origin browsers reach this service at, e.g. https://club.example.org (the redirect URI is PUBLIC_URL/api/auth/oidc/${entry.name}/callback)`,
+    );
+  }
+  const scope = entry.scopes ?? 'openid email profile';
+  if (!scope.split(' ').includes('openid')) refuse('scopes', 'must include openid');
+  const clientAuth: OidcSettings['clientAuth'] =
+    entry.clientSecret === undefined
+      ? {
+          method: 'private_key_jwt',
+          privateKeyFile: existingFile(entry.privateKeyFile, (message) => refuse('privateKeyFile', message))!,
+          keyId: entry.privateKeyId ?? null,
+        }
+      : { method: 'client_secret_basic', secret: entry.clientSecret };
+  return {
+    name: entry.name,
+    label: entry.label!,
+    issuer: entry.issuer!,
+    clientId: entry.clientId!,
+    clientAuth,
+    scope,
+    usernameClaim: entry.usernameClaim ?? 'email',
+    domains: entry.domains ?? null,
+    caFile: existingFile(entry.caFile, (message) => refuse('caFile', message)),
+    redirectUri: oidcRedirectUri(publicUrl, entry.name),
+    timeoutMs: entry.timeoutMs ?? 5000,
+  };
+}
+
+/**
+ * Reads and validates the AUTH_CONFIG file; throws ConfigError naming the file and the bad entry.
+ * `publicUrl` is PUBLIC_URL (null when unset: an `oidc` entry then stops start-up naming it).
+ */
+export function readAuthConfig(file: string, publicUrl: string | null): AuthConfig {
   const refuseAt = (path: string, message: string): never => {
     throw new ConfigError('AUTH_CONFIG', `${file}: ${path}: ${message}`);
   };
@@ -226,14 +295,18 @@ export function readAuthConfig(file: string): ConfiguredBackend[] {
   }
   const entries = (document as { backends: FileEntry[] }).backends;
   const names = new Set<string>();
-  return entries.map((entry, index): ConfiguredBackend => {
+  const config: AuthConfig = { backends: [], providers: [] };
+  entries.forEach((entry, index) => {
     const at: Refuse = (field, message) => refuseAt(`backends[${index}].${field}`, message);
     if (names.has(entry.name)) at('name', `"${entry.name}" is used twice`);
     names.add(entry.name);
     const domains = entry.domains ?? null;
-    if (entry.kind === 'ldap')
-      return { kind: 'ldap', name: entry.name, domains, ldap: ldapSettings(entry, at) };
+    // contract §10: a provider takes no part in password logins; it is not one of the chain's backends.
+    if (entry.kind === 'oidc') config.providers.push(oidcSettings(entry, at, publicUrl));
+    else if (entry.kind === 'ldap')
+      config.backends.push({ kind: 'ldap', name: entry.name, domains, ldap: ldapSettings(entry, at) });
     // The schema requires an IMAP entry's host.
-    return { kind: 'imap', name: entry.name, domains, imap: imapSettings(entry, at) };
+    else config.backends.push({ kind: 'imap', name: entry.name, domains, imap: imapSettings(entry, at) });
   });
+  return config;
 }

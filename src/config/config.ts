@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseDotenv } from 'dotenv';
 import { customCleanEnv } from 'envalid';
 import type { ThrottleSettings } from '../auth/throttle.ts';
+import type { OidcSettings } from '../backends/oidc/settings.ts';
 import type { EdgeOptions } from '../http/edge.ts';
 import type { StoreOptions } from '../store/options.ts';
 import {
@@ -39,9 +40,13 @@ export interface Config extends StoreSettings {
    */
   readonly auth: {
     readonly backends: readonly ConfiguredBackend[];
+    /** The identity providers of AUTH_CONFIG (contract §10); none from the environment settings. */
+    readonly providers: readonly OidcSettings[];
     /** The AUTH_CONFIG file, or null when the environment settings describe the backends. */
     readonly configFile: string | null;
   };
+  /** contract §10: the origin browsers reach the service at (PUBLIC_URL); null when unset. */
+  readonly publicUrl: string | null;
   /** The HTTP edge's options (http/edge.ts), and whether cookies are Secure (contract §2). */
   readonly http: HttpSettings;
   readonly logLevel: LogLevel;
@@ -182,9 +187,12 @@ export function loadConfig(env: Env): Config {
     store,
     imap,
     auth: {
-      backends: configFile === null ? backendsFromEnvironment(s, imap) : readAuthConfig(configFile),
+      ...(configFile === null
+        ? { backends: backendsFromEnvironment(s, imap), providers: [] }
+        : readAuthConfig(configFile, s.PUBLIC_URL ?? null)),
       configFile,
     },
+    publicUrl: s.PUBLIC_URL ?? null,
     http: {
       cookieSecure: s.COOKIE_SECURE,
       trustedOrigins: s.TRUSTED_ORIGINS,
