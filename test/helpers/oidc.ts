@@ -3,12 +3,14 @@
 // at PUBLIC_URL) and the provider (real HTTPS through its relay), keeping each origin's cookies as a
 // browser does, path included. Every secret it sees (state, nonce, code, cookies) is recorded for
 // the secret-grep suite.
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Agent, fetch } from 'undici';
+import type { TestApp } from './app.ts';
 import { makeTestCertificates } from './certs.ts';
 import { type ProviderAccount, startTestProvider, type TestProvider } from './oidc-provider.ts';
 import { recordSecrets } from './secrets.ts';
@@ -288,4 +290,23 @@ export async function untilCallback(
   const callback = new URL(resumed.location);
   recordSecrets(callback.searchParams.get('code') ?? '', callback.searchParams.get('state') ?? '');
   return { start, authorization, callback };
+}
+
+/** The audit lines of sign-ins at a provider, oldest first. */
+export function oidcAudits(app: TestApp): Record<string, unknown>[] {
+  return app.logs
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((line) => line['audit'] === 'login' && line['method'] === 'oidc');
+}
+
+/** contract §10: a refusal is a redirect to /?signin=failed with the state cookie cleared, no session. */
+export function assertRefused(answer: Answer): void {
+  assert.equal(answer.status, 302);
+  assert.equal(answer.location, `${PUBLIC_URL}/?signin=failed`);
+  assert.ok(!answer.setCookies.some((line) => line.startsWith('sessionid=')), 'no session cookie');
+  assert.ok(!answer.setCookies.some((line) => line.startsWith('csrftoken=')), 'no CSRF cookie');
+  assert.ok(
+    answer.setCookies.some((line) => /^oidc_flow=; .*Max-Age=0; Path=\/api\/auth\/oidc\//.test(line)),
+    'the state cookie is cleared',
+  );
 }
