@@ -278,6 +278,8 @@ export async function untilCallback(
   recordSecrets(authorization.searchParams.get('state') ?? '', authorization.searchParams.get('nonce') ?? '');
   const toLogin = await browser.get(authorization.href);
   if (toLogin.location === null) throw new Error(`the provider answered ${toLogin.status}: ${toLogin.body}`);
+  // Already signed in at the provider (single sign-on): straight back to clubhouse.
+  if (toLogin.location.startsWith(`${PUBLIC_URL}/`)) return back(start, authorization, toLogin.location);
   const form = await browser.get(toLogin.location);
   const action = /action="([^"]+)"/.exec(form.body)?.[1];
   if (action === undefined) throw new Error(`no login form: ${form.status} ${form.body.slice(0, 200)}`);
@@ -287,7 +289,11 @@ export async function untilCallback(
   const resumed = await browser.get(posted.location);
   if (resumed.location === null)
     throw new Error(`resume answered ${resumed.status}: ${resumed.body.slice(0, 200)}`);
-  const callback = new URL(resumed.location);
+  return back(start, authorization, resumed.location);
+}
+
+function back(start: Answer, authorization: URL, location: string): ProviderRoundTrip {
+  const callback = new URL(location);
   recordSecrets(callback.searchParams.get('code') ?? '', callback.searchParams.get('state') ?? '');
   return { start, authorization, callback };
 }

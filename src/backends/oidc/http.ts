@@ -33,14 +33,18 @@ export async function traced<T>(
   return { trace, outcome };
 }
 
-/** A short account of why a request did not get an answer, without the URL's query. */
-function unreachableReason(err: unknown, url: string): string {
-  const where = new URL(url).pathname;
-  const cause = (err as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
-  if (typeof cause?.code === 'string') return `${cause.code} (${where})`;
+/** Why a request got no answer: the socket's error code, a timeout, or the message. */
+export function failureReason(err: unknown): string {
+  const cause = (err as { cause?: { code?: unknown } } | null)?.cause;
+  if (typeof cause?.code === 'string') return cause.code;
   const name = (err as { name?: unknown } | null)?.name;
-  if (name === 'TimeoutError' || name === 'AbortError') return `timed out (${where})`;
-  return `${err instanceof Error ? err.message : String(err)} (${where})`;
+  if (name === 'TimeoutError' || name === 'AbortError') return 'timed out';
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The same, with the path it was for (never the query). */
+function unreachableReason(err: unknown, url: string): string {
+  return `${failureReason(err)} (${new URL(url).pathname})`;
 }
 
 export interface ProviderHttp {

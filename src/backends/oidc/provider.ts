@@ -10,7 +10,7 @@ import * as client from 'openid-client';
 import type { ProbeResult } from '../authenticator.ts';
 import { mailDomain } from '../chain.ts';
 import { classifyCallback } from './classify.ts';
-import { providerHttp, traced } from './http.ts';
+import { failureReason, providerHttp, traced } from './http.ts';
 import type { OidcFailure, OidcSettings } from './settings.ts';
 
 /** The secrets of one flow: kept server-side until the callback, never logged. */
@@ -119,7 +119,7 @@ export function createOidcProvider(settings: OidcSettings): OidcProvider {
   const unavailable = (err: unknown) => ({
     ok: false as const,
     failure: 'upstream_unavailable' as const,
-    reason: `discovery: ${err instanceof Error ? err.message : String(err)}`,
+    reason: `discovery: ${failureReason(err)}`,
   });
 
   return {
@@ -191,11 +191,7 @@ export function createOidcProvider(settings: OidcSettings): OidcProvider {
         if (!Array.isArray(keys) || keys.length === 0) return { ok: false, reason: 'keys: none' };
         return { ok: true };
       } catch (err) {
-        const cause = (err as { cause?: { code?: unknown } }).cause;
-        return {
-          ok: false,
-          reason: `unreachable: ${typeof cause?.code === 'string' ? cause.code : err instanceof Error ? err.name : 'error'}`,
-        };
+        return { ok: false, reason: `unreachable: ${failureReason(err)}` };
       }
     },
     close: () => http.close(),
