@@ -61,16 +61,17 @@ export interface OidcHarness {
   stop(): Promise<void>;
 }
 
-/** Starts both providers and writes clubhouse's AUTH_CONFIG for them. */
-export async function startOidcHarness(
-  extraBackends: readonly Record<string, unknown>[] = [],
-): Promise<OidcHarness> {
+/**
+ * Starts both providers and writes clubhouse's AUTH_CONFIG for them; `publicUrl` is where clubhouse
+ * is reached (the redirect URIs registered at the providers).
+ */
+export async function startOidcHarness(publicUrl = PUBLIC_URL): Promise<OidcHarness> {
   const dir = mkdtempSync(path.join(tmpdir(), 'clubhouse-oidc-'));
   const certs = await makeTestCertificates(dir);
   const schoolSecret = randomBytes(24).toString('base64url');
   const otherSecret = randomBytes(24).toString('base64url');
   recordSecrets(schoolSecret, otherSecret);
-  const redirect = (name: string) => `${PUBLIC_URL}/api/auth/oidc/${name}/callback`;
+  const redirect = (name: string) => `${publicUrl}/api/auth/oidc/${name}/callback`;
   const school = await startTestProvider({
     accounts: SCHOOL_ACCOUNTS,
     clients: [{ clientId: 'clubhouse', clientSecret: schoolSecret, redirectUris: [redirect('school')] }],
@@ -107,7 +108,6 @@ export async function startOidcHarness(
           clientSecret: otherSecret,
           caFile: certs.caFile,
         },
-        ...extraBackends,
       ],
     }),
   );
@@ -117,7 +117,7 @@ export async function startOidcHarness(
   return {
     school,
     other,
-    env: { AUTH_CONFIG: file, PUBLIC_URL },
+    env: { AUTH_CONFIG: file, PUBLIC_URL: publicUrl },
     providerFetch,
     async stop() {
       await dispatcher.close();
