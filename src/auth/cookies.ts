@@ -45,7 +45,7 @@ export function loginCookies(sessionId: string, csrfToken: string, now: number, 
 }
 
 /** contract §10: the cookie naming a sign-in at an identity provider in progress. */
-export const FLOW_COOKIE = 'oidc_flow';
+const FLOW_COOKIE = 'oidc_flow';
 /** It goes only to the OIDC endpoints (the callback reads it): no other request carries it. */
 const FLOW_COOKIE_PATH = '/api/auth/oidc/';
 

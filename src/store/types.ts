@@ -126,7 +126,7 @@ export interface ThrottleStore {
  * the opaque handle the browser's state cookie holds. `data` is opaque to the store (the domain
  * seals it with a key only the handle gives), so neither the store nor a copy of it can replay a flow.
  */
-export interface PendingFlow {
+interface PendingFlow {
   readonly idHash: Buffer;
   readonly data: Buffer;
   readonly createdAt: number;

@@ -122,7 +122,7 @@ export const endSession = (id: string) =>
 export const logOutEverywhere = () => request<string>('POST', '/api/auth/logout-everywhere');
 
 /** One identity provider people can sign in at (contract §10). */
-export interface Provider {
+interface Provider {
   readonly name: string;
   readonly label: string;
 }

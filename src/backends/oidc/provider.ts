@@ -20,12 +20,12 @@ export interface FlowSecrets {
   readonly codeVerifier: string;
 }
 
-export type BeginResult =
+type BeginResult =
   | { readonly ok: true; readonly url: string; readonly secrets: FlowSecrets }
   | { readonly ok: false; readonly failure: 'upstream_unavailable'; readonly reason: string };
 
 /** A verified identity: the username claim's value as the provider gave it. */
-export type FinishResult =
+type FinishResult =
   | { readonly ok: true; readonly claim: string }
   | { readonly ok: false; readonly failure: OidcFailure; readonly reason: string };
 

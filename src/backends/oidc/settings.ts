@@ -2,7 +2,7 @@
 // with. config/ parses and checks these; nothing in backends/oidc/ reads a setting.
 
 /** How clubhouse authenticates to the provider's token endpoint. */
-export type OidcClientAuth =
+type OidcClientAuth =
   /** RFC 6749 §2.3.1: the secret in HTTP Basic (every provider supports it). */
   | { readonly method: 'client_secret_basic'; readonly secret: string }
   /** RFC 7523: a JWT signed with this PKCS#8 PEM key (RSA → RS256, P-256 → ES256, Ed25519 → EdDSA). */
