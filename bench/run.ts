@@ -1,25 +1,25 @@
-// npm run bench: seeds SQLite with 1 000 000 sessions, starts the harness Dovecot, clubhouse with its
-// default settings and the baseline (the fastest node:http server sending clubhouse's own answers),
-// loads them with wrk (and a login loop), and writes bench/results/latest.md and ratios.svg.
-// BENCH_QUICK=1 shortens every round for a smoke run (bench/results/quick.md). BENCH_ONLY=login,memory
-// (a comma-separated subset of the names in options.ts) runs only those cases at the real schedule,
-// into bench/results/only-<cases>.md.
+// npm run bench: seeds SQLite with 1 000 000 sessions, starts the harness Dovecot, clubhouse with
+// its default settings and the baseline (the fastest node:http server sending clubhouse's own
+// answers), loads them with wrk (and a login loop), and writes bench/results/latest.md and
+// ratios.svg. BENCH_QUICK=1 shortens every round for a smoke run (bench/results/quick.md).
+// BENCH_ONLY=login,memory (a comma-separated subset of the names in machinery/options.ts) runs only
+// those cases at the real schedule, into bench/results/only-<cases>.md.
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ensureDebianPackage } from '../test/helpers/apt.ts';
 import { removeNow, removeOnExit } from '../test/helpers/child.ts';
 import { type Dovecot, startDovecot } from '../test/helpers/dovecot.ts';
-import { answerDifferences, bodySizes, recordAnswers } from './answers.ts';
-import { type BenchContext, type CaseResult, memoryVerdict } from './case-rows.ts';
-import { renderChart } from './chart.ts';
-import { median } from './compare.ts';
-import { checkCases, groupCases, sizeCase } from './http-cases.ts';
-import { instancesCase } from './instances-case.ts';
-import { ldapLoginCase } from './ldap-case.ts';
-import { imapLoginCase } from './login-case.ts';
-import { machineLines, settingsLine } from './machine.ts';
-import { CONNECTIONS, sanityCheck, THREADS } from './measures.ts';
+import { checkCases, groupCases, sizeCase } from './cases/http.ts';
+import { instancesCase } from './cases/instances.ts';
+import { ldapLoginCase } from './cases/ldap.ts';
+import { imapLoginCase } from './cases/login.ts';
+import { syncCase } from './cases/sync.ts';
+import { workersCase } from './cases/workers.ts';
+import { answerDifferences, bodySizes, recordAnswers } from './machinery/answers.ts';
+import { median } from './machinery/compare.ts';
+import type { BenchContext } from './machinery/contest.ts';
+import { CONNECTIONS, sanityCheck, THREADS } from './machinery/measures.ts';
 import {
   BIG,
   CHART_FILE,
@@ -30,13 +30,15 @@ import {
   runs,
   SCHEDULE,
   SMALL,
-} from './options.ts';
-import { memoryOf } from './procs.ts';
-import { type CaseRow, fixed, type MemoryRow, renderReport } from './report.ts';
-import { seedDatabase } from './seed.ts';
-import { type Server, startBaseline, startClubhouse } from './servers.ts';
-import { workersCase } from './workers-case.ts';
-import { WRK_BIN } from './wrk.ts';
+} from './machinery/options.ts';
+import { memoryOf } from './machinery/procs.ts';
+import { seedDatabase } from './machinery/seed.ts';
+import { type Server, startBaseline, startClubhouse } from './machinery/servers.ts';
+import { WRK_BIN } from './machinery/wrk.ts';
+import { type CaseResult, memoryVerdict } from './report/case-rows.ts';
+import { renderChart } from './report/chart.ts';
+import { machineLines, settingsLine } from './report/machine.ts';
+import { type CaseRow, fixed, type MemoryRow, renderReport } from './report/markdown.ts';
 
 function log(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -115,6 +117,7 @@ async function main(cleanup: Cleanup): Promise<{ report: string; chart: string }
   if (runs('groups')) results.push(await groupCases(context, sizes['group-list']));
   if (runs('login')) results.push(await imapLoginCase(context, LOGIN_CONCURRENCY));
   if (runs('ldap')) results.push(await ldapLoginCase(context, LOGIN_CONCURRENCY));
+  if (runs('sync')) results.push(await syncCase(context));
   if (runs('size')) results.push(await sizeCase(context));
   const baselinePeak = memoryOf(baseline.pid).hwm;
   await stop(baseline);
@@ -164,7 +167,7 @@ async function main(cleanup: Cleanup): Promise<{ report: string; chart: string }
     machine: machineLines(startedAt, loadBefore, big.seconds),
     method: [
       `wrk -t${THREADS} -c${CONNECTIONS} (two instances: one wrk -t1 -c25 each, at once); logins: a closed loop ` +
-        `of ${LOGIN_CONCURRENCY} concurrent clients (bench/login-load.ts)`,
+        `of ${LOGIN_CONCURRENCY} concurrent clients (bench/machinery/login-load.ts)`,
       `${SCHEDULE.warmupSeconds} s warm-up per server, then ${SCHEDULE.rounds} round(s) of ${SCHEDULE.roundSeconds} s ` +
         `alternating reference and clubhouse${QUICK ? ' (BENCH_QUICK)' : ''}${ONLY.length > 0 ? ` (BENCH_ONLY=${ONLY.join(',')})` : ''}`,
       'Figures are medians over the rounds; the ratio is the median of the per-round ratios (clubhouse / reference of ' +
@@ -176,7 +179,7 @@ async function main(cleanup: Cleanup): Promise<{ report: string; chart: string }
         `${BIG.loadSessions.toLocaleString('en-US')} sessions, one per user`,
       'Baseline: bare node:http on the same node binary sending clubhouse’s own answers, recorded at start (status, ' +
         `headers, body: check ${sizes.check} B, group list ${sizes['group-list']} B, group detail ${sizes['group-detail']} B), ` +
-        'precomputed, chosen by path alone (bench/baseline.ts); WORKERS=2: the same with 2 node:cluster workers; ' +
+        'precomputed, chosen by path alone (bench/machinery/baseline.ts); WORKERS=2: the same with 2 node:cluster workers; ' +
         'two instances: two such processes',
     ],
     settings: cleanup.started.map(settingsLine),

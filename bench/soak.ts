@@ -2,7 +2,7 @@
 // from this process against clubhouse running as its own process with a real Dovecot. Measures
 // errors, latency per window, the server's RSS and open file descriptors, and whether the session
 // table holds exactly the logins that were not logged out. `npm run soak` runs 10 minutes and
-// writes bench/results/soak.md; test/ops-soak.test.ts runs 20 seconds with the same checks.
+// writes bench/results/soak.md; test/ops/soak.test.ts runs 20 seconds with the same checks.
 import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';

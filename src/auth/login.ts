@@ -50,6 +50,15 @@ const fail = (failure: LoginFailure, reason: string): Failure => ({ kind: 'failu
 // An outage does not, nor does input refused before admission (it is never admitted).
 const COUNTED: ReadonlySet<LoginFailure> = new Set(['bad_credentials', 'user_disabled', 'user_not_allowed']);
 
+/**
+ * Waits at least `ms` by performance.now: a timer counts from the event loop's cached time, which lags
+ * on a busy loop, so it can fire a little early; what is left is waited again.
+ */
+async function sleepAtLeast(ms: number): Promise<void> {
+  const end = performance.now() + ms;
+  for (let left = ms; left > 0; left = Math.ceil(end - performance.now())) await sleep(left);
+}
+
 /** Identical attempts (same canonical username and password) share a key; the password is not kept. */
 function verdictKey(username: string, password: string): string {
   return createHash('sha256').update(username).update('\0').update(password).digest('base64');
@@ -64,7 +73,7 @@ export class LoginProcedure {
 
   constructor(deps: LoginDeps) {
     this.#deps = deps;
-    this.#sleep = deps.sleep ?? ((ms) => sleep(ms));
+    this.#sleep = deps.sleep ?? sleepAtLeast;
     this.#now = deps.now ?? (() => performance.now());
   }
 
@@ -163,8 +172,9 @@ export class LoginProcedure {
     return fail(failure, reason);
   }
 
+  /** Sleeps until `at`, never less: a timer is armed in whole milliseconds, so the wait is rounded up. */
   async #waitUntil(at: number): Promise<void> {
-    const remaining = at - this.#now();
+    const remaining = Math.ceil(at - this.#now());
     if (remaining > 0) await this.#sleep(remaining);
   }
 

@@ -1,4 +1,5 @@
 // What every admin command is made of (contract §6): its shape, its context, its two failures.
+import type { Logger } from 'pino';
 import type { Config } from '../config/config.ts';
 import { checkUsername } from '../groups/import-fields.ts';
 import type { Stores } from '../store/types.ts';
@@ -17,6 +18,8 @@ export interface CommandContext {
   readonly json: boolean;
   readonly out: (text: string) => void;
   readonly now: () => number;
+  /** JSON log lines (contract §6), to stderr: what a command logs besides what it prints. */
+  readonly logger: Logger;
 }
 
 export interface Command {
@@ -26,10 +29,16 @@ export interface Command {
   readonly summary: string;
   /** Options taking a value (string); `--json` and `--help` are always accepted. */
   readonly options?: readonly string[];
+  /** Options without a value (`--dry-run`): present or not. */
+  readonly flags?: readonly string[];
   readonly positionals: number;
   run(
     context: CommandContext,
-    args: { positionals: string[]; values: Record<string, string | undefined> },
+    args: {
+      positionals: string[];
+      values: Record<string, string | undefined>;
+      flags?: ReadonlySet<string>;
+    },
   ): Promise<void>;
 }
 

@@ -10,6 +10,7 @@ import { migrateStores } from '../store/open.ts';
 import type { Stores } from '../store/types.ts';
 import { type Command, CommandError, parseUsername, report } from './command.ts';
 import { GROUP_COMMANDS } from './group-commands.ts';
+import { SYNC_COMMANDS } from './sync-commands.ts';
 import { storedUsernameReport, usernameWarnings } from './username-report.ts';
 
 /** A command on one USERNAME; `act` answers what to print with it, or null when there is no such user. */
@@ -45,12 +46,12 @@ export const COMMANDS: readonly Command[] = [
     summary: 'Print the effective settings (secrets masked) and warnings; exit 2 when a setting is invalid.',
     positionals: 0,
     async run(context) {
-      const { settings, backends, warnings: settingWarnings } = configReport(context.config);
+      const { settings, backends, groupSync, warnings: settingWarnings } = configReport(context.config);
       // contract §3: stored usernames that are not canonical stay listed until resolved.
       const usernames = await storedUsernameReport(context.config);
       const warnings = [...settingWarnings, ...usernameWarnings(usernames)];
       if (context.json) {
-        context.out(JSON.stringify({ settings, backends, warnings, usernames }));
+        context.out(JSON.stringify({ settings, backends, groupSync, warnings, usernames }));
         return;
       }
       const width = Math.max(...Object.keys(settings).map((name) => name.length));
@@ -62,6 +63,8 @@ export const COMMANDS: readonly Command[] = [
           ...lines,
           '',
           ...chain,
+          // contract §11: which directory and account the group sync reads with, secrets masked.
+          groupSync === null ? 'group sync: off' : `group sync: ${JSON.stringify(groupSync)}`,
           '',
           usernames.checked
             ? `Stored usernames: ${usernames.findings.length} not canonical.`
@@ -137,6 +140,7 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   ...GROUP_COMMANDS,
+  ...SYNC_COMMANDS,
   {
     name: 'user list',
     usage: 'user list',

@@ -1,6 +1,7 @@
 // `clubhouse`, the admin command line (contract §6). Exit codes: 0 ok, 1 failure, 2 usage.
 import { parseArgs } from 'node:util';
 import { type Config, ConfigError, environmentWithDotenv, loadConfig } from '../config/config.ts';
+import { createLogger } from '../logger.ts';
 import { openStores } from '../store/open.ts';
 import type { Stores } from '../store/types.ts';
 import { type Command, CommandError, UsageError } from './command.ts';
@@ -9,6 +10,8 @@ import { COMMANDS } from './commands.ts';
 export interface CliIo {
   readonly out: (text: string) => void;
   readonly err: (text: string) => void;
+  /** Where JSON log lines go (each ends with a newline); default: `err`. */
+  readonly log?: (line: string) => void;
 }
 
 function help(): string {
@@ -68,6 +71,7 @@ export async function runCli(
       help: { type: 'boolean', short: 'h' } as { type: 'boolean' },
     };
     for (const option of command.options ?? []) options[option] = { type: 'string' };
+    for (const flag of command.flags ?? []) options[flag] = { type: 'boolean' };
     parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
   } catch (err) {
     io.err(`clubhouse: ${(err as Error).message}\n\n${commandHelp(command)}`);
@@ -94,6 +98,7 @@ export async function runCli(
   let stores: Stores | null = null;
   const json = parsed.values['json'] === true;
   try {
+    const flags = new Set((command.flags ?? []).filter((flag) => parsed.values[flag] === true));
     const values = Object.fromEntries(
       Object.entries(parsed.values).filter(
         (entry): entry is [string, string] => typeof entry[1] === 'string',
@@ -105,12 +110,15 @@ export async function runCli(
         json,
         out: io.out,
         now: Date.now,
+        logger: createLogger(config.logLevel, {
+          write: (line: string) => (io.log ?? ((text) => io.err(text.replace(/\n$/, ''))))(line),
+        }),
         stores: async () => {
           stores ??= await openStores(config.store);
           return stores;
         },
       },
-      { positionals: parsed.positionals, values },
+      { positionals: parsed.positionals, values, flags },
     );
     return 0;
   } catch (err) {

@@ -7,10 +7,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import type { BackendKind } from '../backends/authenticator.ts';
 import type { BackendSpec } from '../backends/build.ts';
-import type { ImapSettings } from '../backends/imap/client.ts';
+import type { ImapSettings } from '../backends/imap/settings.ts';
 import type { LdapSecurity, LdapSettings } from '../backends/ldap/authenticator.ts';
+import type { GroupDirectorySettings } from '../backends/ldap/groups-reader.ts';
 import type { OidcSettings } from '../backends/oidc/settings.ts';
 import { ConfigError, isLoopbackHost } from './error.ts';
+import { groupSyncSettings, type RawGroupSync } from './group-sync-config.ts';
 
 type ImapSecurity = ImapSettings['security'];
 
@@ -220,12 +222,17 @@ type FileEntry = RawLdap &
     kind: BackendKind | 'oidc';
     name: string;
     domains?: string[];
+    groups?: RawGroupSync;
   };
 
-/** What AUTH_CONFIG lists: the password backends, in order, and the identity providers (§10). */
-export interface AuthConfig {
+/**
+ * The file's password backends, in order, its identity providers (§10), and the group sync of the
+ * one `ldap` entry with a `groups` object (§11).
+ */
+export interface AuthConfigFile {
   readonly backends: ConfiguredBackend[];
   readonly providers: OidcSettings[];
+  readonly groupSync: { readonly backend: string; readonly directory: GroupDirectorySettings } | null;
 }
 
 /** contract §10: the redirect URI registered at a provider, under PUBLIC_URL (no trailing slash). */
@@ -278,7 +285,11 @@ function oidcSettings(
  * Reads and validates the AUTH_CONFIG file; throws ConfigError naming the file and the bad entry.
  * `publicUrl` is PUBLIC_URL (null when unset: an `oidc` entry then stops start-up naming it).
  */
-export function readAuthConfig(file: string, publicUrl: string | null): AuthConfig {
+export function readAuthConfig(
+  file: string,
+  groupSyncLimits: { readonly timeoutMs: number; readonly pageSize: number },
+  publicUrl: string | null,
+): AuthConfigFile {
   const refuseAt = (path: string, message: string): never => {
     throw new ConfigError('AUTH_CONFIG', `${file}: ${path}: ${message}`);
   };
@@ -295,18 +306,34 @@ export function readAuthConfig(file: string, publicUrl: string | null): AuthConf
   }
   const entries = (document as { backends: FileEntry[] }).backends;
   const names = new Set<string>();
-  const config: AuthConfig = { backends: [], providers: [] };
+  let groupSync: AuthConfigFile['groupSync'] = null;
+  const backends: ConfiguredBackend[] = [];
+  const providers: OidcSettings[] = [];
   entries.forEach((entry, index) => {
     const at: Refuse = (field, message) => refuseAt(`backends[${index}].${field}`, message);
     if (names.has(entry.name)) at('name', `"${entry.name}" is used twice`);
     names.add(entry.name);
     const domains = entry.domains ?? null;
     // contract §10: a provider takes no part in password logins; it is not one of the chain's backends.
-    if (entry.kind === 'oidc') config.providers.push(oidcSettings(entry, at, publicUrl));
-    else if (entry.kind === 'ldap')
-      config.backends.push({ kind: 'ldap', name: entry.name, domains, ldap: ldapSettings(entry, at) });
+    if (entry.kind === 'oidc') {
+      providers.push(oidcSettings(entry, at, publicUrl));
+      return;
+    }
+    if (entry.kind === 'ldap') {
+      const ldap = ldapSettings(entry, at);
+      if (entry.groups !== undefined) {
+        // contract §11: one directory's groups; two would fight over the same synced groups.
+        if (groupSync !== null) at('groups', `only one backend may sync groups (${groupSync.backend} does)`);
+        groupSync = {
+          backend: entry.name,
+          directory: groupSyncSettings(entry.groups, ldap, groupSyncLimits, at),
+        };
+      }
+      backends.push({ kind: 'ldap', name: entry.name, domains, ldap });
+      return;
+    }
     // The schema requires an IMAP entry's host.
-    else config.backends.push({ kind: 'imap', name: entry.name, domains, imap: imapSettings(entry, at) });
+    backends.push({ kind: 'imap', name: entry.name, domains, imap: imapSettings(entry, at) });
   });
-  return config;
+  return { backends, providers, groupSync };
 }

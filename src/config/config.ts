@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseDotenv } from 'dotenv';
 import { customCleanEnv } from 'envalid';
 import type { ThrottleSettings } from '../auth/throttle.ts';
+import type { LdapSettings } from '../backends/ldap/authenticator.ts';
 import type { OidcSettings } from '../backends/oidc/settings.ts';
 import type { EdgeOptions } from '../http/edge.ts';
 import type { StoreOptions } from '../store/options.ts';
@@ -15,6 +16,7 @@ import {
   readAuthConfig,
 } from './auth-config.ts';
 import { ConfigError } from './error.ts';
+import { type GroupSyncConfig, groupSyncSettings } from './group-sync-config.ts';
 import { type LogLevel, SETTINGS, type UsernameCase } from './settings.ts';
 import { type StoreSettings, storeOptions } from './store-options.ts';
 
@@ -59,6 +61,8 @@ export interface Config extends StoreSettings {
   readonly secretKey: string | null;
   readonly metricsPort: number | null;
   readonly shutdownGraceMs: number;
+  /** The group sync (contract §11), or null when no group base is configured. */
+  readonly groupSync: GroupSyncConfig | null;
   /** Every setting of the table as parsed (for `clubhouse config check`). */
   readonly settings: CleanedSettings;
 }
@@ -99,6 +103,8 @@ function backendSettingRead(name: string, env: Env): boolean {
   if (kind === undefined && name !== 'AUTH_BACKENDS') return true;
   if ((env['AUTH_CONFIG']?.trim() ?? '') !== '') return false;
   if (kind === undefined) return true;
+  // contract §11: the group sync reads the LDAP_* directory, whoever checks passwords.
+  if (kind === 'ldap' && (env['LDAP_GROUP_BASE_DN']?.trim() ?? '') !== '') return true;
   const listed = (env['AUTH_BACKENDS']?.trim() || 'imap').split(',').map((item) => item.trim().toLowerCase());
   return listed.includes(kind);
 }
@@ -128,29 +134,60 @@ function imapFromEnvironment(s: CleanedSettings): ConfiguredImap {
   );
 }
 
+/** The directory of the LDAP_* settings (contract §8). */
+function ldapFromEnvironment(s: CleanedSettings): LdapSettings {
+  return ldapSettings(
+    {
+      url: s.LDAP_URL,
+      security: s.LDAP_SECURITY,
+      allowPlaintext: s.LDAP_ALLOW_PLAINTEXT,
+      caFile: s.LDAP_CA_FILE,
+      userDn: s.LDAP_USER_DN,
+      bindDn: s.LDAP_BIND_DN,
+      bindPassword: s.LDAP_BIND_PASSWORD,
+      baseDn: s.LDAP_BASE_DN,
+      userFilter: s.LDAP_USER_FILTER,
+      timeoutMs: s.LDAP_TIMEOUT_MS,
+      maxConcurrency: s.LDAP_MAX_CONCURRENCY,
+      queueLimit: s.LDAP_QUEUE_LIMIT,
+    },
+    envRefuse('LDAP'),
+  );
+}
+
 /** The backend specs of the environment settings, in AUTH_BACKENDS order. */
 function backendsFromEnvironment(s: CleanedSettings, imap: ConfiguredImap): ConfiguredBackend[] {
-  return s.AUTH_BACKENDS.map((kind): ConfiguredBackend => {
-    if (kind === 'imap') return { kind, name: 'imap', domains: null, imap };
-    const ldap = ldapSettings(
-      {
-        url: s.LDAP_URL,
-        security: s.LDAP_SECURITY,
-        allowPlaintext: s.LDAP_ALLOW_PLAINTEXT,
-        caFile: s.LDAP_CA_FILE,
-        userDn: s.LDAP_USER_DN,
-        bindDn: s.LDAP_BIND_DN,
-        bindPassword: s.LDAP_BIND_PASSWORD,
-        baseDn: s.LDAP_BASE_DN,
-        userFilter: s.LDAP_USER_FILTER,
-        timeoutMs: s.LDAP_TIMEOUT_MS,
-        maxConcurrency: s.LDAP_MAX_CONCURRENCY,
-        queueLimit: s.LDAP_QUEUE_LIMIT,
-      },
-      envRefuse('LDAP'),
-    );
-    return { kind, name: 'ldap', domains: null, ldap };
-  });
+  return s.AUTH_BACKENDS.map(
+    (kind): ConfiguredBackend =>
+      kind === 'imap'
+        ? { kind, name: 'imap', domains: null, imap }
+        : { kind, name: 'ldap', domains: null, ldap: ldapFromEnvironment(s) },
+  );
+}
+
+const syncLimits = (s: CleanedSettings) => ({
+  timeoutMs: s.GROUP_SYNC_TIMEOUT_MS,
+  pageSize: s.GROUP_SYNC_PAGE_SIZE,
+});
+
+/** The group sync of the LDAP_GROUP_* settings over the LDAP_* directory, or null (§11). */
+function groupSyncFromEnvironment(s: CleanedSettings) {
+  if (s.LDAP_GROUP_BASE_DN === undefined) return null;
+  const directory = groupSyncSettings(
+    {
+      baseDn: s.LDAP_GROUP_BASE_DN,
+      filter: s.LDAP_GROUP_FILTER,
+      classroomFilter: s.LDAP_GROUP_CLASSROOM_FILTER,
+      usernameAttribute: s.LDAP_USERNAME_ATTRIBUTE,
+      idAttribute: s.LDAP_GROUP_ID_ATTRIBUTE,
+      shortDescriptionAttribute: s.LDAP_GROUP_SHORT_DESCRIPTION_ATTRIBUTE,
+      activitiesAttribute: s.LDAP_GROUP_ACTIVITIES_ATTRIBUTE,
+    },
+    ldapFromEnvironment(s),
+    syncLimits(s),
+    envRefuse('LDAP'),
+  );
+  return { backend: 'ldap', directory };
 }
 
 type CleanedSettings = ReturnType<typeof cleanSettings>;
@@ -179,6 +216,13 @@ export function loadConfig(env: Env): Config {
   // The environment's IMAP server is checked when IMAP is listed, or when nothing else is (the CLI).
   const imap = imapFromEnvironment(s);
   const configFile = s.AUTH_CONFIG ?? null;
+  const file = configFile === null ? null : readAuthConfig(configFile, syncLimits(s), s.PUBLIC_URL ?? null);
+  const groupSync = file === null ? groupSyncFromEnvironment(s) : file.groupSync;
+  if (groupSync === null && s.GROUP_SYNC_INTERVAL !== undefined)
+    throw new ConfigError(
+      'GROUP_SYNC_INTERVAL',
+      'needs a directory to sync from: LDAP_GROUP_BASE_DN (or a groups object in AUTH_CONFIG)',
+    );
   const config: Config = {
     host: s.HOST,
     port: s.PORT,
@@ -187,9 +231,8 @@ export function loadConfig(env: Env): Config {
     store,
     imap,
     auth: {
-      ...(configFile === null
-        ? { backends: backendsFromEnvironment(s, imap), providers: [] }
-        : readAuthConfig(configFile, s.PUBLIC_URL ?? null)),
+      backends: file === null ? backendsFromEnvironment(s, imap) : file.backends,
+      providers: file === null ? [] : file.providers,
       configFile,
     },
     publicUrl: s.PUBLIC_URL ?? null,
@@ -216,6 +259,7 @@ export function loadConfig(env: Env): Config {
     secretKey: s.SECRET_KEY ?? null,
     metricsPort: s.METRICS_PORT ?? null,
     shutdownGraceMs: s.SHUTDOWN_GRACE_MS,
+    groupSync: groupSync === null ? null : { ...groupSync, intervalMs: s.GROUP_SYNC_INTERVAL ?? null },
     settings: s,
   };
   return deepFreeze(config);

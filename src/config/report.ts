@@ -26,10 +26,27 @@ function presentProvider(spec: OidcSettings): Record<string, unknown> {
   return { kind: 'oidc', ...rest, ...auth, domains: spec.domains ?? '(any)' };
 }
 
+/** The group sync as `config check` shows it (contract §11): its directory and account, secrets masked. */
+function presentGroupSync(config: Config): Record<string, unknown> | null {
+  const sync = config.groupSync;
+  if (sync === null) return null;
+  const { ldap, ...groups } = sync.directory;
+  return {
+    backend: sync.backend,
+    url: ldap.url,
+    bindDn: ldap.bindDn,
+    bindPassword: ldap.bindPassword === null ? null : '***',
+    userBaseDn: ldap.baseDn,
+    ...groups,
+    interval: sync.intervalMs === null ? '(off)' : `${sync.intervalMs / 1000} s`,
+  };
+}
+
 /** The settings as an operator would write them, secrets masked, and the warnings about them. */
 export function configReport(config: Config): {
   settings: Record<string, string>;
   backends: Record<string, unknown>[];
+  groupSync: Record<string, unknown> | null;
   warnings: string[];
 } {
   // Every row of the settings table, so that a new setting cannot be missing here.
@@ -106,6 +123,7 @@ export function configReport(config: Config): {
   return {
     settings,
     backends: [...config.auth.backends.map(presentBackend), ...config.auth.providers.map(presentProvider)],
+    groupSync: presentGroupSync(config),
     warnings,
   };
 }

@@ -1,11 +1,11 @@
 // The parsers of the settings table (settings.ts): each validator states one rule and its message;
-// envalid runs them. `row` adds how a setting is presented (README default, secrecy in the report).
+// envalid runs them. `row` adds how a setting is presented (the documented default, secrecy in the report).
 import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { EnvError, makeValidator } from 'envalid';
 import type { UsernameCase } from '../auth/username.ts';
 import type { BackendKind } from '../backends/authenticator.ts';
-import type { ImapSettings } from '../backends/imap/client.ts';
+import type { ImapSettings } from '../backends/imap/settings.ts';
 import type { LdapSecurity } from '../backends/ldap/authenticator.ts';
 
 // The literal types of the layers that use the values: the table parses into them.
@@ -19,7 +19,7 @@ export type TrustProxy = boolean | number | string[];
 type Secrecy = 'url' | 'value';
 
 export interface Presentation {
-  /** What the README says for the default, and the report for an unset optional setting. */
+  /** What docs/configuration.md says for the default, and the report for an unset optional setting. */
   readonly unset?: string;
   readonly secret?: Secrecy;
 }

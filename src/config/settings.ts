@@ -1,17 +1,16 @@
 // Every setting, once (contract §6): name, default, meaning, how it is parsed and how it is shown.
 // `config.ts` builds the typed Config from this table, `clubhouse config check` lists it, and the
-// README's settings table is rendered from it (a test keeps the README equal to the rendering), so
-// the three cannot drift. Parsing is envalid's; the validators are in settings-parsers.ts and the
-// backends' rows in settings-backends.ts.
+// table in docs/configuration.md is rendered from it (a test keeps the page equal to the
+// rendering), so the three cannot drift. Parsing is envalid's; the validators are in settings-parsers.ts and the
+// backends' rows in settings-backends.ts, the stores' in settings-stores.ts.
 import { BACKEND_SETTINGS } from './settings-backends.ts';
+import { GROUP_SYNC_SETTINGS } from './settings-group-sync.ts';
 import {
   allowedHosts,
   boolean,
-  file,
   integer,
   LOG_LEVELS,
   type LogLevel,
-  matching,
   oneOf,
   origins,
   type Presentation,
@@ -21,10 +20,11 @@ import {
   trustProxy,
   type UsernameCase,
 } from './settings-parsers.ts';
+import { STORE_SETTINGS } from './settings-stores.ts';
 
 export type { LogLevel, UsernameCase } from './settings-parsers.ts';
 
-/** The settings, in the order the README and the report list them. */
+/** The settings, in the order docs/configuration.md and the report list them. */
 export const SETTINGS = {
   HOST: row(text({ default: '127.0.0.1', desc: 'address to listen on' })),
   PORT: row(integer(0, 65535)({ default: 8000, desc: 'port to listen on' })),
@@ -37,62 +37,9 @@ export const SETTINGS = {
       desc: 'processes serving the port on this machine (node:cluster); works on every store, SQLite included',
     }),
   ),
-  DATABASE_URL: row(
-    matching(
-      /^(sqlite:.+|postgres(ql)?:\/\/.+)$/,
-      'expected sqlite:PATH or postgres://…',
-    )({
-      default: 'sqlite:data/clubhouse.db',
-      desc: 'the database: `sqlite:PATH`, or `postgres://USER:PASSWORD@HOST:5432/DB` (PostgreSQL ≥ 13)',
-    }),
-    { secret: 'url' },
-  ),
-  DATABASE_CA_FILE: row(
-    file({
-      default: undefined,
-      desc: "a PEM CA that PostgreSQL's certificate must chain to; implies `sslmode=verify-full` (or put `sslrootcert=FILE` in the URL)",
-    }),
-    { unset: '(none)' },
-  ),
-  DATABASE_TRANSACTION_POOLER: row(
-    boolean({
-      default: false,
-      desc: '`true` when PgBouncer (`pool_mode = transaction`) sits in between: no startup parameters, no named prepared statements; `clubhouse migrate` sets the timeouts as role defaults',
-    }),
-  ),
-  SESSION_STORE: row(
-    matching(
-      /^(rediss?|redis-sentinel):\/\/.+/,
-      'expected redis://…, rediss://… or redis-sentinel://… (or leave unset to keep sessions in the database)',
-    )({
-      default: undefined,
-      desc: 'where sessions and throttle counters live: unset (the database) or `redis://[:PASSWORD@]HOST:6379[/DB]` (`rediss://` for TLS, `redis-sentinel://HOST1:26379,HOST2:26379/MASTER` for Sentinel; Redis ≥ 6.2, not Cluster)',
-    }),
-    { unset: '(the database)', secret: 'url' },
-  ),
-  REDIS_CA_FILE: row(
-    file({
-      default: undefined,
-      desc: "a PEM CA that Redis's certificate must chain to (`rediss://` only; the certificate is always verified)",
-    }),
-    { unset: '(system roots only)' },
-  ),
-  REDIS_KEY_PREFIX: row(
-    text({
-      default: 'clubhouse:',
-      desc: 'prefix of every Redis key, so that several services can share one Redis',
-    }),
-  ),
-  SQLITE_BUSY_TIMEOUT_MS: row(
-    integer(
-      0,
-      60_000,
-    )({
-      default: 5000,
-      desc: "how long a statement waits for another process's write lock before the request answers 503",
-    }),
-  ),
+  ...STORE_SETTINGS,
   ...BACKEND_SETTINGS,
+  ...GROUP_SYNC_SETTINGS,
   COOKIE_SECURE: row(
     boolean({
       default: false,
@@ -188,7 +135,7 @@ export const SETTINGS = {
   ACCESS_LOG: row(
     boolean({
       default: false,
-      desc: 'one `request completed` log line per request (method, URL, status, time, request id); off by default, as the proxy in front usually logs access (README: Logs and memory). Logins, 5xx errors and warnings are logged either way',
+      desc: 'one `request completed` log line per request (method, URL, status, time, request id); off by default, as the proxy in front usually logs access (docs/operations.md: Logs and memory). Logins, 5xx errors and warnings are logged either way',
     }),
   ),
   SHUTDOWN_GRACE_MS: row(
@@ -234,7 +181,7 @@ function maskUrl(url: string): string {
 /** How `config check` shows one setting's effective value, secrets masked. */
 export function presentSetting(name: SettingName, value: unknown): string {
   const setting: Row = SETTINGS[name];
-  if (value === undefined || (Array.isArray(value) && value.length === 0)) {
+  if (value === undefined || value === null || (Array.isArray(value) && value.length === 0)) {
     return setting.unset ?? '(unset)';
   }
   if (setting.secret === 'value') return '***';
@@ -242,12 +189,14 @@ export function presentSetting(name: SettingName, value: unknown): string {
   return formatValue(value);
 }
 
-/** The README's settings table, rendered from SETTINGS. */
+/** The settings table of docs/configuration.md, rendered from SETTINGS. */
 export function settingsTableMarkdown(): string {
   const lines = ['| Variable | Default | Meaning |', '| --- | --- | --- |'];
   for (const [name, setting] of settingRows()) {
     const fallback =
-      setting.default === undefined || (Array.isArray(setting.default) && setting.default.length === 0)
+      setting.default === undefined ||
+      setting.default === null ||
+      (Array.isArray(setting.default) && setting.default.length === 0)
         ? (setting.unset ?? '—')
         : `\`${formatValue(setting.default)}\``;
     lines.push(`| \`${name}\` | ${fallback} | ${setting.desc ?? ''} |`);

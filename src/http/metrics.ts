@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import client from 'prom-client';
 import type { LoginFailure, VerifyResult } from '../backends/authenticator.ts';
 import type { OidcFailure } from '../backends/oidc/settings.ts';
+import type { GroupSyncOutcome } from '../groups/sync-run.ts';
 import { API_ERRORS } from './api-errors.ts';
 import { requestMetrics } from './request-metrics.ts';
 
@@ -28,6 +29,8 @@ export interface Metrics {
   observeImap(result: VerifyResult, seconds: number): void;
   /** One attempt at any backend (IMAP and LDAP alike), by backend name and result. */
   observeBackend(backend: string, result: VerifyResult, seconds: number): void;
+  /** One run of the group sync (contract §11): its outcome, duration and counts. */
+  observeGroupSync(outcome: GroupSyncOutcome, at: number): void;
   /** Wires the gauges that are read at scrape time. */
   setSources(sources: MetricSources): void;
 }
@@ -50,7 +53,7 @@ const BREAKER_STATES: Record<string, number> = { closed: 0, half_open: 1, open: 
  * on the 1M-session database, 8 alternating rounds of 3 s): 32.2 against 28.6 µs of CPU per request
  * (no cookie 21.8 against 20.8) and 9–16 MiB more peak RSS. Pauses still show in the event-loop lag
  * metrics. collectDefaultMetrics cannot leave one out, so each of its metricsList is registered by
- * its own module (prom-client is pinned; test/ops-default-metrics.test.ts checks the result).
+ * its own module (prom-client is pinned; test/ops/default-metrics.test.ts checks the result).
  */
 const OMITTED_DEFAULT_METRICS: readonly string[] = ['gc'];
 const promClientModule = createRequire(import.meta.url);
@@ -103,6 +106,32 @@ export function createMetrics(now: () => number = Date.now): Metrics {
     help: 'Time of one login attempt at an authentication backend (IMAP or LDAP), by backend and result.',
     labelNames: ['backend', 'result'] as const,
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  // contract §11. Under WORKERS the primary adds up every worker's series: counters sum, and the
+  // two gauges take the largest (the latest success, the longest last run), not a sum.
+  const syncRuns = new client.Counter({
+    name: 'clubhouse_group_sync_runs_total',
+    help: 'Group sync runs by outcome: success, failure, or busy (another run held the lock).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const syncChanges = new client.Counter({
+    name: 'clubhouse_group_sync_changes_total',
+    help: 'Rows the group sync wrote, by kind (group, membership, user) and change (added, changed, removed).',
+    labelNames: ['kind', 'change'] as const,
+    registers: [registry],
+  });
+  const syncLastSuccess = new client.Gauge({
+    name: 'clubhouse_group_sync_last_success_timestamp_seconds',
+    help: 'When the last successful group sync ended (Unix time); 0 before the first.',
+    aggregator: 'max',
+    registers: [registry],
+  });
+  const syncDuration = new client.Gauge({
+    name: 'clubhouse_group_sync_duration_seconds',
+    help: 'How long the last group sync run took (directory read, plan and write), whatever its outcome.',
+    aggregator: 'max',
     registers: [registry],
   });
   let sources: MetricSources | null = null;
@@ -166,6 +195,24 @@ export function createMetrics(now: () => number = Date.now): Metrics {
     },
     observeBackend(backend, result, seconds) {
       backendLatency.observe({ backend, result: result.ok ? 'ok' : result.failure }, seconds);
+    },
+    observeGroupSync(outcome, at) {
+      if (!outcome.ok) {
+        syncRuns.inc({ outcome: outcome.stage === 'busy' ? 'busy' : 'failure' });
+        if (outcome.stage !== 'busy') syncDuration.set(outcome.seconds);
+        return;
+      }
+      syncRuns.inc({ outcome: 'success' });
+      syncDuration.set(outcome.seconds);
+      syncLastSuccess.set(at / 1000);
+      const c = outcome.plan.counts;
+      syncChanges.inc({ kind: 'group', change: 'added' }, c.groupsAdded);
+      syncChanges.inc({ kind: 'group', change: 'changed' }, c.groupsChanged);
+      syncChanges.inc({ kind: 'group', change: 'removed' }, c.groupsRemoved);
+      syncChanges.inc({ kind: 'membership', change: 'added' }, c.membershipsAdded);
+      syncChanges.inc({ kind: 'membership', change: 'changed' }, c.membershipsChanged);
+      syncChanges.inc({ kind: 'membership', change: 'removed' }, c.membershipsRemoved);
+      syncChanges.inc({ kind: 'user', change: 'added' }, c.usersCreated);
     },
     setSources(next) {
       sources = next;

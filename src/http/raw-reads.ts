@@ -7,7 +7,7 @@
 // Everything the reader does not answer (a cache miss, no session on a group URL), a query string, a
 // Host that ALLOWED_HOSTS refuses, a server that is closing, is left to Fastify, which answers the
 // same requests the same way: the headers come from the same builder (headers.ts), the access line
-// from access-log.ts, and test/api-raw-reads.test.ts compares the two byte for byte.
+// from access-log.ts, and test/caches/raw-reads.test.ts compares the two byte for byte.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';

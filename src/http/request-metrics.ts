@@ -4,8 +4,9 @@
 // Histogram.observe validate and hash the label object on every call (≈ 1.1–1.9 µs measured, a few
 // per cent of a cached check); here a request costs one Map lookup and a few additions. The objects
 // below are prom-client "metrics" (name, help, type, get()), so the registry renders them and
-// AggregatorRegistry sums them across WORKERS exactly as it does its own; test/ops-request-metrics.test.ts
-// proves the exposition equal to prom-client's Counter and Histogram fed the same observations.
+// AggregatorRegistry sums them across WORKERS exactly as it does its own;
+// test/ops/request-metrics.test.ts proves the exposition equal to prom-client's Counter and
+// Histogram fed the same observations.
 import type client from 'prom-client';
 
 /** One (method, route, status): a count, a sum, and the count per bucket (not cumulative). */

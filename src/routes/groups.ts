@@ -38,8 +38,9 @@ export function registerGroupRoutes(endpoint: DeclareEndpoint, deps: GroupRouteD
     return cached(groupDetailJson(groups, id, username));
   };
   // Serialized by the route's response schema: exactly the contract's fields, nothing more. A store
-  // with a group cache hands over the same bytes already serialized (test/api-groups-cached-json.test.ts
-  // compares the two), sent as is with the same status and headers.
+  // with a group cache hands over the same bytes already serialized
+  // (test/caches/groups-cached-json.test.ts compares the two), sent as is with the same status and
+  // headers.
   endpoint({ url: '/api/group', name: 'Group List', fast: fastList }, (routes) =>
     routes.get({ schema: SCHEMAS.groupList, preHandler: requireSession }, async (request, reply) => {
       const username = caller(request);

@@ -42,3 +42,11 @@ export const CONFLICT = {
 
 /** One conflict at `path`, ready to throw. */
 export const conflict = (path: string, reason: string) => new ImportConflictError([{ path, reason }]);
+
+/** A lease-guarded write found its lease gone (expired, taken by another instance); nothing was written. */
+export class LeaseLostError extends Error {
+  override readonly name = 'LeaseLostError';
+  constructor(lease: string) {
+    super(`the ${lease} lock was lost before the write (another instance may hold it now)`);
+  }
+}

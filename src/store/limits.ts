@@ -1,7 +1,7 @@
 // The data limits of contract §4, in one place: the API schemas (schemas.ts), the import and CLI
-// validation (groups/import-fields.ts, cli/group-commands.ts) read them here, and store-contract.test.ts
-// proves that the migrated database of every store enforces exactly these numbers (a change here
-// without a migration fails that test).
+// validation (groups/import-fields.ts, cli/group-commands.ts) read them here, and
+// test/store/contract.test.ts proves that the migrated database of every store enforces exactly
+// these numbers (a change here without a migration fails that test).
 
 /** Largest group id (contract §4: 1 to 2^31−1; a path id above it is simply not found, §3). */
 export const MAX_GROUP_ID = 2_147_483_647;

@@ -1,6 +1,7 @@
 // The seams between the domain and its storage. Every implementation (SQLite, PostgreSQL, Redis)
 // passes the same contract tests. Methods throw StoreUnavailableError when the store cannot answer.
 // The groups' seam is group-types.ts.
+import type { GroupSyncStore } from './group-sync-types.ts';
 import type { GroupStore } from './group-types.ts';
 
 export interface SessionRecord {
@@ -204,6 +205,8 @@ export interface UsernameMaintenance {
 export interface Stores {
   readonly users: UserStore;
   readonly groups: GroupStore;
+  /** The group sync's transaction and lease (contract §11); the database's. */
+  readonly groupSync: GroupSyncStore;
   readonly sessions: SessionStore;
   readonly throttle: ThrottleStore;
   /** Sign-ins at an identity provider in progress (contract §10); beside the sessions. */

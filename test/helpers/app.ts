@@ -14,7 +14,7 @@ import { openStores } from '../../src/store/open.ts';
 import type { Stores } from '../../src/store/types.ts';
 import type { Dovecot } from './dovecot.ts';
 import { dumpOutput, recordSecrets } from './secrets.ts';
-import { SQLITE, type TestStore } from './stores.ts';
+import { SQLITE, type StoreData, type TestStore } from './stores.ts';
 
 export interface TestApp extends App {
   readonly config: Config;
@@ -31,6 +31,11 @@ export interface TestApp extends App {
 export interface TestAppOptions {
   /** The stores to run on (a fresh database of this kind); default SQLite. */
   readonly store?: TestStore;
+  /**
+   * Or a database made beforehand (`store.create()`), which close() leaves in place: for many apps
+   * in turn on one database, emptied between them with `data.reset`.
+   */
+  readonly data?: StoreData;
   /** Settings as environment variables; they win over the store's (a second app on the same data). */
   readonly env?: Record<string, string>;
   /** Use the real IMAP authenticator against this Dovecot (plain port on loopback unless env says else). */
@@ -60,9 +65,10 @@ export function dovecotEnv(
   };
 }
 
-/** A clubhouse app on a fresh database; close() removes everything it made. */
+/** A clubhouse app on a fresh database (or `data`); close() removes everything it made. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const made = await (options.store ?? SQLITE).create();
+  const made = options.data ?? (await (options.store ?? SQLITE).create());
+  const drop = () => (options.data === undefined ? made.drop() : Promise.resolve());
   let stores: Stores | undefined;
   try {
     const env = {
@@ -70,7 +76,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       LOG_LEVEL: 'info',
       // Every request's line too (off by default), so the tests see and scan everything logged.
       ACCESS_LOG: 'true',
-      // No failure floor unless a test is about it (auth-failure-floor): refusals answer at once.
+      // No failure floor unless a test is about it (login/failure-floor): refusals answer at once.
       AUTH_FAILURE_DELAY_MS: '0',
       ...(options.dovecot === undefined
         ? { IMAP_HOST: '127.0.0.1', IMAP_SECURITY: 'plain', IMAP_PORT: '1' }
@@ -129,14 +135,14 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       async close() {
         await app.close();
         await opened.close();
-        await made.drop();
+        await drop();
         dumpOutput(logs.join('\n'));
       },
     };
   } catch (err) {
     // Nothing made for an app that did not start may outlive it (a database, keys, the temp dir).
     await stores?.close();
-    await made.drop();
+    await drop();
     throw err;
   }
 }

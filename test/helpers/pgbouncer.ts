@@ -1,4 +1,4 @@
-// PgBouncer (Debian `pgbouncer`) in transaction mode in front of a harness PostgreSQL, as the README
+// PgBouncer (Debian `pgbouncer`) in transaction mode in front of a harness PostgreSQL, as docs/operations.md
 // tells operators to run it. The handle looks like a TestPostgres whose URLs go through PgBouncer:
 // databases are created and dropped on the server itself, clients connect through the bouncer.
 import { chown, mkdtemp, writeFile } from 'node:fs/promises';
@@ -20,7 +20,7 @@ export interface TestPgBouncer extends TestPostgres {
   readonly server: TestPostgres;
 }
 
-/** The settings the README asks for, plus small pools: the shared test server has 100 slots. */
+/** The settings docs/operations.md asks for, plus small pools: the shared test server has 100 slots. */
 function configuration(dir: string, port: number, serverUrl: URL): string {
   return `[databases]
 ; Any database name the client asks for, on the one server (the harness makes one per test).

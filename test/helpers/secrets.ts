@@ -1,6 +1,6 @@
 // A registry of the secrets tests use (passwords, session ids, CSRF tokens) and of the log lines they
-// capture, so test/ops-secrets.test.ts can prove no secret ever reaches any output of a suite run. Both
-// are files named by environment variables; without them, nothing is recorded.
+// capture, so test/ops/secrets.test.ts can prove no secret ever reaches any output of a suite run.
+// Both are files named by environment variables; without them, nothing is recorded.
 import { appendFileSync } from 'node:fs';
 
 const SECRETS_FILE = process.env['CLUBHOUSE_SECRETS_FILE'];

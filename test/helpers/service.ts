@@ -41,7 +41,7 @@ export function startService(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  // Everything the service prints also goes to the secrets scan (test/ops-secrets.test.ts).
+  // Everything the service prints also goes to the secrets scan (test/ops/secrets.test.ts).
   child.stderr?.on('data', (chunk) => {
     output += chunk;
     dumpOutput(String(chunk));

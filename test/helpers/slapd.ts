@@ -22,6 +22,9 @@ export const PEOPLE_DN = `ou=people,${LDAP_SUFFIX}`;
 /** The service account of search-then-bind; it may read people, nobody else may. */
 export const SERVICE_DN = `cn=clubhouse,ou=services,${LDAP_SUFFIX}`;
 export const SERVICE_PASSWORD = 'service-secret-ü';
+/** The directory's administrator (rootdn): tests change the directory as it, over loopback. */
+export const ROOT_DN = `cn=admin,${LDAP_SUFFIX}`;
+export const ROOT_PASSWORD = 'root-secret';
 
 export interface DirectoryUser {
   readonly username: string;
@@ -78,12 +81,12 @@ function dnValue(value: string): string {
   return value.replace(/[\\,+"<>;=]/g, (c) => `\\${c}`).replace(/^[#\s]|\s$/g, (c) => `\\${c}`);
 }
 
-export function userDn(user: DirectoryUser): string {
+export function userDn(user: Pick<DirectoryUser, 'username' | 'ou'>): string {
   return `uid=${dnValue(user.username)},${user.ou ?? 'ou=people'},${LDAP_SUFFIX}`;
 }
 
 /** An LDIF attribute line; values that are not a SAFE-STRING (RFC 2849 §2) are base64. */
-function attr(name: string, value: string): string {
+export function attr(name: string, value: string): string {
   const ascii = [...value].every(
     (c) => c.charCodeAt(0) > 0 && c.charCodeAt(0) < 128 && c !== '\n' && c !== '\r',
   );
@@ -91,7 +94,7 @@ function attr(name: string, value: string): string {
   return safe ? `${name}: ${value}` : `${name}:: ${Buffer.from(value, 'utf8').toString('base64')}`;
 }
 
-function entry(lines: string[]): string {
+export function entry(lines: string[]): string {
   return `${lines.join('\n')}\n\n`;
 }
 
@@ -142,16 +145,23 @@ function slapdConfig(
 include /etc/ldap/schema/core.schema
 include /etc/ldap/schema/cosine.schema
 include /etc/ldap/schema/inetorgperson.schema
+# posixGroup and memberUid (RFC 2307), for the group sync's tests.
+include /etc/ldap/schema/nis.schema
 pidfile ${dir}/slapd.pid
 argsfile ${dir}/slapd.args
 modulepath /usr/lib/ldap
 moduleload back_mdb
 ${tlsLines}
 database mdb
-maxsize 16777216
+maxsize 1073741824
 suffix "${LDAP_SUFFIX}"
-rootdn "cn=admin,${LDAP_SUFFIX}"
+rootdn "${ROOT_DN}"
+rootpw ${ROOT_PASSWORD}
 directory ${dir}/db
+index objectClass eq
+# The group sync reads every group and user with paged results (RFC 2696): past the default limit of
+# 500 entries only for the service account.
+limits dn.exact="${SERVICE_DN}" size=unlimited size.pr=unlimited size.prtotal=unlimited time=unlimited
 # The root DSE answers anyone (the readiness probe reads it without credentials).
 access to dn.base="" by * read
 access to dn.exact="${disabled}" attrs=userPassword by * none
@@ -167,7 +177,11 @@ access to * by dn.exact="${SERVICE_DN}" read by self read by * none
  */
 export async function startSlapd(
   users: readonly DirectoryUser[] = DIRECTORY_USERS,
-  options: { readonly tls?: boolean } = {},
+  options: {
+    readonly tls?: boolean;
+    /** More entries (LDIF, e.g. groups made with `entry` and `attr`), loaded after the users. */
+    readonly ldif?: string;
+  } = {},
 ): Promise<Slapd> {
   const tls = options.tls ?? true;
   await ensureDebianPackage(SLAPD_BIN, 'slapd');
@@ -179,7 +193,7 @@ export async function startSlapd(
     const configFile = path.join(dir, 'slapd.conf');
     await writeFile(configFile, slapdConfig(dir, certs, tls));
     const ldifFile = path.join(dir, 'directory.ldif');
-    await writeFile(ldifFile, directoryLdif(users));
+    await writeFile(ldifFile, directoryLdif(users) + (options.ldif ?? ''));
     // slapadd loads offline (the `-q` quick mode skips consistency checks the LDIF does not need).
     await run('/usr/sbin/slapadd', ['-q', '-f', configFile, '-l', ldifFile]);
     for (let attempt = 1; ; attempt++) {

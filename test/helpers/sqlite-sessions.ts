@@ -1,4 +1,4 @@
-// For the tests of the SQLite session cache (auth-session-cache, store-group-cache-watch): a live
+// For the tests of the SQLite session cache (caches/session-cache, caches/group-cache-watch): a live
 // session of alice's written through one connection, and a connection whose deletion-log read fails
 // once with SQLITE_BUSY when armed: the cache must then try again on the next call rather than trust
 // what it holds (issue 12, defect 4).

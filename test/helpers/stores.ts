@@ -1,9 +1,11 @@
-// The one way a suite runs on several stores: STORES lists every store combination the service
-// can be given (SQLite, PostgreSQL, PostgreSQL through PgBouncer, and Redis sessions over each),
-// and a suite says which it runs on with describeEachStore(stores, name, (store) => …). Each
-// combination makes a fresh, empty database (and key prefix) on the harness servers, gives its
-// settings as environment variables (what startTestApp, a CLI run or a cluster takes), opens it,
-// empties it between tests, dumps it raw (to prove what is and is not stored) and drops it.
+// The one way a suite runs on every store: STORES lists every store combination the service can be
+// given (SQLite, PostgreSQL, PostgreSQL through PgBouncer, and Redis sessions over each), and
+// describeEachStore(name, (store) => …) runs the suite once on each. A suite whose assertions do not
+// depend on what a store does (HTTP mechanics: headers, CORS, CSRF, cookies, body parsing) runs once,
+// on the SQLite that startTestApp uses when a test names no store. Each combination makes a fresh,
+// empty database (and key prefix) on the harness servers, gives its settings as environment
+// variables (what startTestApp, a CLI run or a cluster takes), opens it, empties it between tests,
+// dumps it raw (to prove what is and is not stored) and drops it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,6 +53,7 @@ const SQL_TABLES = [
   'memberships',
   'groups',
   'users',
+  'sync_leases',
 ];
 /** The tables of the session, throttle and flow stores, dumped to prove what is and is not kept. */
 const DUMPED_TABLES = ['sessions', 'throttle_failures', 'throttle_pending', 'known_clients', 'oidc_flows'];
@@ -208,45 +211,50 @@ function store(
 const viaPostgres = async () => postgresDatabase(await sharedPostgres(), false);
 const viaPgBouncer = async () => postgresDatabase(await sharedPgBouncer(), true);
 
-/** Every store combination; the contract suite runs on all of them. */
+/** Every store combination: describeEachStore runs a suite on each. */
 export const STORES: readonly TestStore[] = [
   store('sqlite', 'SQLite', sqliteDatabase, false),
   store('postgres', 'PostgreSQL', viaPostgres, false),
   store('redis', 'Redis sessions over SQLite', sqliteDatabase, true),
   store('redis-postgres', 'Redis sessions over PostgreSQL', viaPostgres, true),
-  // Issue 17: PgBouncer in transaction mode, the README's recipe for many instances.
+  // Issue 17: PgBouncer in transaction mode, docs/operations.md's recipe for many instances.
   store('pgbouncer', 'PostgreSQL through PgBouncer', viaPgBouncer, false),
   store('redis-pgbouncer', 'Redis sessions over PostgreSQL through PgBouncer', viaPgBouncer, true),
 ];
 
-/** The stores of these kinds, in the order of STORES. */
-export function storesOf(...kinds: StoreKind[]): TestStore[] {
-  return STORES.filter((candidate) => kinds.includes(candidate.kind));
+/** The store of this kind (for a test that needs one store by its nature, and says why). */
+export function storeOf(kind: StoreKind): TestStore {
+  const found = STORES.find((candidate) => candidate.kind === kind);
+  if (found === undefined) throw new Error(`no store of kind ${kind}`);
+  return found;
 }
 
 /** SQLite: what startTestApp uses when a test names no store. */
-export const SQLITE: TestStore = storesOf('sqlite')[0]!;
+export const SQLITE: TestStore = storeOf('sqlite');
 
-/** `describe(name)` once per store, named `name [store]`; the body gets the store to run on. */
-export function describeEachStore(
-  stores: readonly TestStore[],
-  name: string,
-  body: (store: TestStore) => void,
-): void {
-  for (const each of stores) describe(`${name} [${each.name}]`, () => body(each));
+export interface EachStoreOptions {
+  /**
+   * Run the stores side by side (their data is separate): for a long suite whose time goes waiting
+   * on the servers. Nothing in it may then depend on timing.
+   */
+  readonly concurrency?: boolean;
 }
 
 /**
- * describeEachStore with the stores side by side (their data is separate), as `name > [store]`: for
- * a long suite whose time goes waiting on the servers. Nothing in it may depend on timing.
+ * `describe(name [store])` once for every store of STORES; the body gets the store to run on. With
+ * `concurrency`, the describes run side by side inside one `describe(name)`.
  */
-export function describeEachStoreAtOnce(
-  stores: readonly TestStore[],
+export function describeEachStore(
   name: string,
   body: (store: TestStore) => void,
+  options: EachStoreOptions = {},
 ): void {
+  if (options.concurrency !== true) {
+    for (const each of STORES) describe(`${name} [${each.name}]`, () => body(each));
+    return;
+  }
   describe(name, { concurrency: true }, () => {
-    for (const each of stores) describe(`[${each.name}]`, () => body(each));
+    for (const each of STORES) describe(`${name} [${each.name}]`, () => body(each));
   });
 }
 

@@ -1,4 +1,4 @@
-// Contract §10 on every store (the flow store and the session store matter here): the whole sign-in
+// Contract §10 on every store (describeEachStore: the flow store and the session store matter here): the whole sign-in
 // at a real provider, through clubhouse's HTTP API, ends in the same session as a password login;
 // a flow is taken once, on any instance sharing the store; the callback needs the browser's state
 // cookie. Each refusal: a redirect to /?signin=failed, no session, the right audit class.
@@ -14,7 +14,7 @@ import {
   TestBrowser,
   untilCallback,
 } from '../helpers/oidc.ts';
-import { describeEachStore, STORES } from '../helpers/stores.ts';
+import { describeEachStore } from '../helpers/stores.ts';
 
 let harness: OidcHarness;
 before(async () => {
@@ -24,7 +24,7 @@ after(async () => {
   await harness?.stop();
 });
 
-describeEachStore(STORES, 'sign-in at an identity provider', (store) => {
+describeEachStore('sign-in at an identity provider', (store) => {
   let app: TestApp;
   beforeEach(async () => {
     app = await startTestApp({ store, env: harness.env });

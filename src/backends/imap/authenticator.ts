@@ -6,8 +6,9 @@ import type { CircuitBreaker } from '../breaker.ts';
 import { type Guarded, guardAttempts } from '../guard.ts';
 import { RefusalTiming } from '../refusal-timing.ts';
 import type { TlsOptions } from '../tls.ts';
-import { type ImapSettings, verifyImapLogin } from './client.ts';
+import { verifyImapLogin } from './client.ts';
 import { classifyImapError } from './lines.ts';
+import type { ImapSettings } from './settings.ts';
 
 /** Waited for a refusal until a first wrong password has been refused: Dovecot's default auth_failure_delay. */
 export const IMAP_REFUSAL_SEED_MS = 2000;

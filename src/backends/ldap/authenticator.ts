@@ -38,7 +38,10 @@ type Failure = { ok: false; failure: LoginFailure; reason: string };
 const refused = (reason: string): Failure => ({ ok: false, failure: 'bad_credentials', reason });
 
 /** Binds as the service account; its refusal is a misconfiguration, not the user's fault (§8). */
-async function bindServiceAccount(client: Client, settings: LdapSettings): Promise<void> {
+export async function bindServiceAccount(
+  client: Client,
+  settings: Pick<LdapSettings, 'bindDn' | 'bindPassword'>,
+): Promise<void> {
   try {
     await client.bind(settings.bindDn ?? '', settings.bindPassword ?? '');
   } catch (err) {

@@ -25,9 +25,10 @@ export const NOTICE_OF_DISCONNECTION_OID = '1.3.6.1.4.1.1466.20036';
 
 /**
  * A login reads small messages (a bind answer, one entry with no attributes, the root DSE's
- * version); 64 KiB holds any of them with room for diagnostics and controls.
+ * version); 64 KiB holds any of them with room for diagnostics and controls. The group sync reads
+ * whole group entries (every member DN) and passes its own, larger bound.
  */
-const MAX_MESSAGE_BYTES = 64 * 1024;
+export const MAX_MESSAGE_BYTES = 64 * 1024;
 
 /** RFC 4511 §4.1.1: MessageID ::= INTEGER (0 .. maxInt), maxInt 2^31 - 1. */
 const MAX_INT = 2 ** 31 - 1;
@@ -151,13 +152,34 @@ export function readResult(frame: Uint8Array, op: Element): Parsed<LdapResult> {
   return { ok: true, value: { code: code.value, name } };
 }
 
-/** Splits a byte stream into whole LDAPMessage frames, refusing one past MAX_MESSAGE_BYTES at its header. */
+/** Splits a byte stream into whole LDAPMessage frames, refusing one past its bound at its header. */
 export class FrameSplitter {
   #buffer: Buffer = Buffer.alloc(0);
+  /** Chunks behind #buffer not yet joined to it: a big frame is joined once, not once per chunk. */
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+  /** The size the current frame needs before it is worth joining the chunks again. */
+  #awaiting = 0;
+  readonly #maxBytes: number;
+
+  constructor(maxBytes: number = MAX_MESSAGE_BYTES) {
+    this.#maxBytes = maxBytes;
+  }
 
   /** The frames now complete; a malformed or oversize header ends the stream. */
   push(chunk: Buffer): Parsed<Buffer[]> {
-    this.#buffer = this.#buffer.length === 0 ? chunk : Buffer.concat([this.#buffer, chunk]);
+    if (this.#awaiting > 0 && this.#buffer.length + this.#pendingBytes + chunk.length < this.#awaiting) {
+      this.#pending.push(chunk);
+      this.#pendingBytes += chunk.length;
+      return { ok: true, value: [] };
+    }
+    this.#buffer =
+      this.#buffer.length === 0 && this.#pending.length === 0
+        ? chunk
+        : Buffer.concat([this.#buffer, ...this.#pending, chunk]);
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    this.#awaiting = 0;
     const frames: Buffer[] = [];
     for (;;) {
       const header = readHeader(this.#buffer, 0, this.#buffer.length);
@@ -165,9 +187,12 @@ export class FrameSplitter {
       if (!header.ok) return header;
       if (header.value.tag !== 0x30) return bad('a message that is not a SEQUENCE');
       // Refused as soon as the length is known: a hostile peer never makes us wait for, or hold, more.
-      if (header.value.end > MAX_MESSAGE_BYTES)
-        return bad(`a message of ${header.value.end} bytes (limit ${MAX_MESSAGE_BYTES})`);
-      if (this.#buffer.length < header.value.end) return { ok: true, value: frames };
+      if (header.value.end > this.#maxBytes)
+        return bad(`a message of ${header.value.end} bytes (limit ${this.#maxBytes})`);
+      if (this.#buffer.length < header.value.end) {
+        this.#awaiting = header.value.end;
+        return { ok: true, value: frames };
+      }
       frames.push(this.#buffer.subarray(0, header.value.end));
       this.#buffer = this.#buffer.subarray(header.value.end);
     }
@@ -175,6 +200,6 @@ export class FrameSplitter {
 
   /** Bytes received past the last whole frame. */
   get buffered(): number {
-    return this.#buffer.length;
+    return this.#buffer.length + this.#pendingBytes;
   }
 }

@@ -22,6 +22,8 @@ export interface LdapEndpoint {
   readonly url: string;
   readonly security: LdapSecurity;
   readonly timeoutMs: number;
+  /** The largest answer the frame guard lets through (default: a login's, ber.ts). */
+  readonly maxMessageBytes?: number;
 }
 
 /** Resolves once `socket` emits `event`; rejects on its error, or its close before that. */
@@ -106,7 +108,7 @@ export async function withLdapConnection<T>(
   });
   const attempt = (async () => {
     const socket = await secureSocket(endpoint, tls, sockets);
-    const guarded = guardFrames(socket);
+    const guarded = guardFrames(socket, endpoint.maxMessageBytes);
     guard = guarded;
     const answer = await Promise.race([work(ldaptsOver(guarded, endpoint.url)), guarded.ended]);
     // The guard vets a whole read before passing any of it, so no refusal can trail the answer it

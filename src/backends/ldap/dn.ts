@@ -44,47 +44,71 @@ function prepareValue(value: string): string {
 }
 
 const HEX_PAIR = /^[0-9a-fA-F]{2}$/;
+const SPECIALS = ' "#+,;<=>\\';
+
+/** RFC 4514 §3: a value's escapes (`\,` or a hex pair of a UTF-8 byte) undone; null when malformed. */
+function unescapeValue(raw: string): string | null {
+  const bytes: number[] = [];
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i] ?? '';
+    if (c !== '\\') {
+      bytes.push(...Buffer.from(c, 'utf8'));
+      continue;
+    }
+    const pair = raw.slice(i + 1, i + 3);
+    if (HEX_PAIR.test(pair)) {
+      bytes.push(Number.parseInt(pair, 16));
+      i += 2;
+    } else if (i + 1 < raw.length && SPECIALS.includes(raw[i + 1] ?? '')) {
+      bytes.push(...Buffer.from(raw[i + 1] ?? '', 'utf8'));
+      i += 1;
+    } else {
+      return null;
+    }
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(bytes));
+  } catch {
+    return null;
+  }
+}
+
+const isHexDigit = (code: number) =>
+  (code >= 48 && code <= 57) || (code >= 65 && code <= 70) || (code >= 97 && code <= 102);
 
 /**
  * Reads one attribute value starting at `at` (RFC 4514 §3: a string with escapes, or `#` and hex
  * pairs), up to an unescaped `,`, `+` or the end. Returns the prepared value and where it stopped.
+ * A value without a backslash (nearly all) is taken as it stands; only escapes are decoded bytewise.
  */
 function readValue(dn: string, at: number): { value: string; next: number } | null {
   let i = at;
-  while (dn[i] === ' ') i++;
+  while (dn.charCodeAt(i) === 32) i++;
   if (dn[i] === '#') {
     // The BER encoding itself: compared byte for byte, never as text.
     const match = /^#((?:[0-9a-fA-F]{2})+)\s*/.exec(dn.slice(i));
     if (match === null) return null;
     return { value: `#${(match[1] ?? '').toLowerCase()}`, next: i + match[0].length };
   }
-  const bytes: number[] = [];
-  for (; i < dn.length && dn[i] !== ',' && dn[i] !== '+'; i++) {
-    const c = dn[i] ?? '';
-    if (c === '\\') {
-      const pair = dn.slice(i + 1, i + 3);
-      if (HEX_PAIR.test(pair)) {
-        bytes.push(Number.parseInt(pair, 16));
-        i += 2;
-      } else if (i + 1 < dn.length && ' "#+,;<=>\\'.includes(dn[i + 1] ?? '')) {
-        bytes.push(...Buffer.from(dn[i + 1] ?? '', 'utf8'));
-        i += 1;
-      } else {
-        return null;
-      }
-    } else if ('"<>;'.includes(c)) {
-      // RFC 4514 §3 (SUTF1): these must be escaped inside a value; unescaped, the DN is not one.
+  const start = i;
+  let escaped = false;
+  for (; i < dn.length; i++) {
+    const code = dn.charCodeAt(i);
+    if (code === 44 || code === 43) break; // `,` `+`
+    if (code === 92) {
+      // `\` and a hex pair, or `\` and one special character; anything else is no DN.
+      escaped = true;
+      if (isHexDigit(dn.charCodeAt(i + 1)) && isHexDigit(dn.charCodeAt(i + 2))) i += 2;
+      else if (i + 1 < dn.length && SPECIALS.includes(dn[i + 1] ?? '')) i += 1;
+      else return null;
+    } else if (code === 34 || code === 60 || code === 62 || code === 59) {
+      // RFC 4514 §3 (SUTF1): `"` `<` `>` `;` must be escaped inside a value; unescaped, the DN is not one.
       return null;
-    } else {
-      bytes.push(...Buffer.from(c, 'utf8'));
     }
   }
-  const decoded = new TextDecoder('utf-8', { fatal: true });
-  try {
-    return { value: prepareValue(decoded.decode(Uint8Array.from(bytes))), next: i };
-  } catch {
-    return null;
-  }
+  const raw = dn.slice(start, i);
+  const value = escaped ? unescapeValue(raw) : raw;
+  return value === null || !value.isWellFormed() ? null : { value: prepareValue(value), next: i };
 }
 
 /** The RDNs of `dn`, leftmost first, ready to compare; null when it is not an RFC 4514 DN. */
@@ -119,4 +143,9 @@ export function isUnderBase(dn: readonly Rdn[], base: readonly Rdn[]): boolean {
   if (dn.length < base.length) return false;
   const offset = dn.length - base.length;
   return base.every((rdn, i) => sameRdn(dn[offset + i] ?? [], rdn));
+}
+
+/** One text per name: two DNs that parseDn finds equal have the same key (a Map key for lookups). */
+export function dnKey(dn: readonly Rdn[]): string {
+  return dn.map((rdn) => rdn.map((ava) => `${ava.type}\u0001${ava.value}`).join('\u0002')).join('\u0000');
 }

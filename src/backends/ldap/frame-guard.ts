@@ -12,7 +12,14 @@
 import type { Socket } from 'node:net';
 import { type Duplex, duplexPair } from 'node:stream';
 import { UnbindRequest } from 'ldapts';
-import { FrameSplitter, NOTICE_OF_DISCONNECTION_OID, OP, readEnvelope, readResult } from './ber.ts';
+import {
+  FrameSplitter,
+  MAX_MESSAGE_BYTES,
+  NOTICE_OF_DISCONNECTION_OID,
+  OP,
+  readEnvelope,
+  readResult,
+} from './ber.ts';
 import { classifyLdapError, LdapFailure, outOfProtocol } from './errors.ts';
 
 export interface FrameGuard {
@@ -59,8 +66,11 @@ const hex = (tag: number) => `0x${tag.toString(16)}`;
 /** RFC 4511 §4.1.1: message ids run to 2^31 - 1. */
 const MAX_MESSAGE_ID = 2 ** 31 - 1;
 
-/** Wraps a connected (and, unless `plain`, secure) socket; ldapts gets `stream`. */
-export function guardFrames(socket: Socket): FrameGuard {
+/**
+ * Wraps a connected (and, unless `plain`, secure) socket; ldapts gets `stream`. `maxMessageBytes`
+ * bounds each answer (default: a login's, ber.ts).
+ */
+export function guardFrames(socket: Socket, maxMessageBytes = MAX_MESSAGE_BYTES): FrameGuard {
   const [ours, theirs] = duplexPair();
   // ldapts treats a connection that is open and not connecting as connected (Client._connect);
   // the guard's end is both from the start, since the socket behind it is.
@@ -140,7 +150,7 @@ export function guardFrames(socket: Socket): FrameGuard {
 
   // directory → ldapts: every frame of a read is vetted before any of them is passed on, so a
   // forgery riding behind a genuine answer voids it rather than racing it.
-  const inbound = new FrameSplitter();
+  const inbound = new FrameSplitter(maxMessageBytes);
   socket.on('data', (chunk: Buffer) => {
     if (failed !== null || closing) return;
     const split = inbound.push(chunk);

@@ -33,6 +33,8 @@ export const POSTGRES_DIALECT: Dialect = {
   forUpdate: ' FOR UPDATE',
   limitAll: 'LIMIT ALL',
   greatest: 'greatest',
+  // clock_timestamp(), not now(): a transaction's start would be the same instant all along it.
+  nowMs: '(extract(epoch FROM clock_timestamp()) * 1000)::bigint',
   // Transaction-scoped advisory lock on (this class, hashtext(text)): the two-integer lock space is
   // apart from the migrations' one-bigint key; a hash collision only makes two texts wait for each
   // other. Taken in its own statement: under READ COMMITTED the next statement's snapshot then sees

@@ -4,6 +4,7 @@
 // points.
 import pg from 'pg';
 import { stepAsync } from '../sql/driver.ts';
+import { groupSyncMigration } from '../sql/group-sync-schema.ts';
 import { type Migration, migrate } from '../sql/migrate.ts';
 import { POSTGRES_DIALECT } from './dialect.ts';
 import {
@@ -109,7 +110,11 @@ const POSTGRES_MIGRATIONS: readonly Migration[] = [
       ALTER TABLE sessions ADD COLUMN last_seen bigint;
     `,
   },
-  // Version 5 is the directory group sync's (issue 24), developed beside this one.
+  {
+    version: 5,
+    name: 'groups from the directory',
+    sql: groupSyncMigration({ text: 'text', bigint: 'bigint', tableOptions: '' }),
+  },
   {
     version: 6,
     name: 'sign-ins at an identity provider in progress',

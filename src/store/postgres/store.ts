@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { sqlFlowStore } from '../sql/flows.ts';
+import { sqlGroupSyncStore } from '../sql/group-sync.ts';
 import { GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
 import { sqlSessionStore } from '../sql/sessions.ts';
 import { sqlThrottleStore } from '../sql/throttle.ts';
@@ -14,7 +15,9 @@ import type { Stores } from '../types.ts';
 import { createPool, type PostgresConnection, postgresConnection, postgresDriver, query } from './driver.ts';
 import { migratePostgres } from './schema.ts';
 
-/** The SQL of the two group endpoints as PostgreSQL runs them (store-postgres.test.ts, plans). */
+/**
+ * The SQL of the two group endpoints as PostgreSQL runs them (test/store/postgres.test.ts, plans).
+ */
 export const POSTGRES_GROUP_QUERIES = GROUP_QUERIES;
 
 export interface PostgresOptions {
@@ -39,6 +42,7 @@ export async function openPostgresStores(
     users: sqlUserStore(driver),
     usernames: sqlUsernameMaintenance(driver),
     groups: sqlGroupStore(driver),
+    groupSync: sqlGroupSyncStore(driver),
     sessions: sqlSessionStore(driver),
     throttle: sqlThrottleStore(driver),
     flows: sqlFlowStore(driver),

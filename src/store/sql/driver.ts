@@ -65,6 +65,11 @@ export interface Dialect {
   /** The function answering the largest of its arguments. */
   readonly greatest: string;
   /**
+   * The database's clock in ms since the epoch, as an expression: a lease (sql/lease.ts) is timed by
+   * the one clock every instance shares, not by each instance's own.
+   */
+  readonly nowMs: string;
+  /**
    * A statement locking the text $1 until the transaction ends, so that two transactions about the
    * same text run one after the other; null when the transaction's write lock does it.
    */

@@ -9,7 +9,7 @@ import { GROUP_COLUMNS, toExportedUser, toGroup, toGroupDetail, toMembership } f
 
 /**
  * SQL of the two group endpoints, exported so that tests can assert their plans on each engine
- * (store-sqlite-plans.test.ts, store-postgres.test.ts).
+ * (test/store/sqlite-plans.test.ts, test/store/postgres.test.ts).
  * - listForMember: a prefix scan of the memberships primary key (username, group_id), already in
  *   id order, joined to groups by primary key.
  * - detail: two primary-key lookups.

@@ -27,6 +27,7 @@ export const SQLITE_DIALECT: Dialect = {
   forUpdate: '',
   limitAll: 'LIMIT -1',
   greatest: 'max',
+  nowMs: "CAST(unixepoch('subsec') * 1000 AS INTEGER)",
   lockText: null,
   storedText: (value) => value,
   lockGroups: null,

@@ -1,7 +1,8 @@
 // Versioned migrations of the embedded SQLite database, and their runner. Limits of contract §4
 // (limits.ts) are enforced here (CHECK, UNIQUE, foreign keys, STRICT types) as well as in the code;
-// the limits tests of store-contract.test.ts prove the two agree.
+// the limits tests of test/store/contract.test.ts prove the two agree.
 import type { DatabaseSync } from 'node:sqlite';
+import { groupSyncMigration } from '../sql/group-sync-schema.ts';
 import { type Migration, migrate } from '../sql/migrate.ts';
 import { SQLITE_DIALECT } from './dialect.ts';
 import { sqliteDriver } from './driver.ts';
@@ -160,7 +161,11 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       BEGIN UPDATE group_generation SET value = value + 1; END;
     `,
   },
-  // Version 7 is the directory group sync's (issue 24), developed beside this one.
+  {
+    version: 7,
+    name: 'groups from the directory',
+    sql: groupSyncMigration({ text: 'TEXT', bigint: 'INTEGER', tableOptions: ' WITHOUT ROWID, STRICT' }),
+  },
   {
     version: 8,
     name: 'sign-ins at an identity provider in progress',

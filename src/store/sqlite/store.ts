@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { DatabaseSync } from 'node:sqlite';
 import type { GroupJson } from '../group-types.ts';
 import { sqlFlowStore } from '../sql/flows.ts';
+import { sqlGroupSyncStore } from '../sql/group-sync.ts';
 import { GROUP_QUERIES as SHARED_GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
 import { sqlThrottleStore } from '../sql/throttle.ts';
 import { sqlUsernameMaintenance } from '../sql/usernames.ts';
@@ -58,6 +59,7 @@ export function openSqliteStores(
       options.groupJson === undefined
         ? sqlGroupStore(driver)
         : cachedSqliteGroups(db, driver, call, watch, options.groupJson),
+    groupSync: sqlGroupSyncStore(driver),
     sessions: cachedSqliteSessions(db, call, watch),
     throttle: sqlThrottleStore(driver),
     flows: sqlFlowStore(driver),

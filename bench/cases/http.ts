@@ -1,0 +1,141 @@
+// The wrk cases against one clubhouse process and the 1-process baseline: check with a valid
+// session and without a cookie, the group list and a group's detail, and check with 1 000 sessions
+// seeded against 1 000 000 (the same 1 000-session working set).
+
+import { medianRound } from '../machinery/compare.ts';
+import { type BenchContext, contest, wrkContestant } from '../machinery/contest.ts';
+import { sanityCheck } from '../machinery/measures.ts';
+import { memoryOf } from '../machinery/procs.ts';
+import { startClubhouse } from '../machinery/servers.ts';
+import { type CaseResult, caseRow } from '../report/case-rows.ts';
+import { fixed, MIB } from '../report/markdown.ts';
+
+/** check with a valid session (10 000 rotating of 1 000 000), then without a cookie. */
+export async function checkCases(context: BenchContext): Promise<CaseResult> {
+  const { baseline, clubhouse, big, log } = context;
+  log('GET /api/auth/check, valid session (rotating 10 000)');
+  const valid = await contest(context, [
+    wrkContestant('baseline', baseline, 'check.lua', '/api/auth/check', big.loadFile),
+    wrkContestant('clubhouse', clubhouse, 'check.lua', '/api/auth/check', big.loadFile),
+  ]);
+  const p99 = medianRound(valid.sides[1]!).p99Ms;
+  log('GET /api/auth/check, no cookie');
+  const anonymous = await contest(context, [
+    wrkContestant('baseline', baseline, 'no-cookie.lua', '/api/auth/check', big.loadFile),
+    wrkContestant('clubhouse', clubhouse, 'no-cookie.lua', '/api/auth/check', big.loadFile),
+  ]);
+  return {
+    rows: [
+      caseRow({
+        name: 'GET /api/auth/check, valid session (1 000 000 sessions, 10 000 rotating)',
+        chartLabel: 'check, valid session',
+        reference: valid.sides[0]!,
+        subject: valid.sides[1]!,
+        peaks: [valid.peaks[0]!, valid.peaks[1]!],
+        minimum: 0.65,
+        verdicts: [{ target: 'p99 ≤ 10 ms', actual: `${fixed(p99, 2)} ms`, pass: p99 <= 10 }],
+      }),
+      caseRow({
+        name: 'GET /api/auth/check, no cookie (403 expected)',
+        chartLabel: 'check, no cookie',
+        reference: anonymous.sides[0]!,
+        subject: anonymous.sides[1]!,
+        peaks: [anonymous.peaks[0]!, anonymous.peaks[1]!],
+        minimum: 0.9,
+        allowNon2xx: true,
+      }),
+    ],
+    memory: [],
+  };
+}
+
+/** The group list (20 groups each) and a group's detail (one of the user's own). */
+export async function groupCases(context: BenchContext, listBytes: number): Promise<CaseResult> {
+  const { baseline, clubhouse, big, log } = context;
+  const rows = [];
+  for (const [name, chartLabel, script, urlPath, minimum] of [
+    [
+      `GET /api/group/ (20 groups, ${fixed(listBytes / 1024, 1)} KiB)`,
+      'group list',
+      'group-list.lua',
+      '/api/group/',
+      0.5,
+    ],
+    ['GET /api/group/{id} (own groups)', 'group detail', 'group-detail.lua', '/api/group/1', 0.55],
+  ] as const) {
+    log(name);
+    const { sides, peaks } = await contest(context, [
+      wrkContestant('baseline', baseline, script, urlPath, big.loadFile),
+      wrkContestant('clubhouse', clubhouse, script, urlPath, big.loadFile),
+    ]);
+    rows.push(
+      caseRow({
+        name,
+        chartLabel,
+        reference: sides[0]!,
+        subject: sides[1]!,
+        peaks: [peaks[0]!, peaks[1]!],
+        minimum,
+      }),
+    );
+  }
+  return { rows, memory: [] };
+}
+
+/**
+ * check on a clubhouse with 1 000 sessions seeded, against the baseline and against the 1 000 000
+ * one loaded over the same number of sessions, in the same rounds.
+ */
+export async function sizeCase(context: BenchContext): Promise<CaseResult> {
+  const { baseline, clubhouse, small, log } = context;
+  log('GET /api/auth/check with 1 000 sessions seeded vs 1 000 000 (the same 1 000-session working set)');
+  const server = context.track(
+    await startClubhouse({
+      label: 'clubhouse (1 000 sessions)',
+      databaseUrl: `sqlite:${small.path}`,
+      dovecot: context.dovecot,
+      dir: context.dir,
+    }),
+  );
+  await sanityCheck(server, small.loadFile);
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const idle = memoryOf(server.pid).rss;
+  const { sides, peaks } = await contest(context, [
+    wrkContestant('baseline', baseline, 'check.lua', '/api/auth/check', small.loadFile),
+    wrkContestant('1 000 sessions', server, 'check.lua', '/api/auth/check', small.loadFile),
+    wrkContestant('1 000 000 sessions', clubhouse, 'check.lua', '/api/auth/check', context.big1kLoadFile),
+  ]);
+  const [reference, smaller, bigger] = sides as [(typeof sides)[0], (typeof sides)[0], (typeof sides)[0]];
+  const hwm = memoryOf(server.pid).hwm;
+  await context.stop(server);
+  return {
+    rows: [
+      caseRow({
+        name: 'GET /api/auth/check, valid session (1 000 sessions, all rotating)',
+        chartLabel: 'check, 1 000 sessions seeded',
+        reference,
+        subject: smaller,
+        peaks: [peaks[0]!, peaks[1]!],
+        minimum: 0.65,
+      }),
+      caseRow({
+        name: 'GET /api/auth/check, 1 000 000 sessions vs 1 000 (1 000 rotating in both)',
+        chartLabel: 'check, 1 000 000 vs 1 000 sessions',
+        reference: smaller,
+        subject: bigger,
+        peaks: [peaks[1]!, peaks[2]!],
+        minimum: 0.9,
+        notes: ['both rotate over 1 000 sessions, so only the size of the table differs'],
+      }),
+    ],
+    memory: [
+      {
+        name: 'clubhouse, 1 process, 1 000 sessions',
+        idle,
+        peak: hwm,
+        detail: `VmHWM (check load only); ${fixed(peaks[1]! / MIB, 1)} MiB sampled peak VmRSS`,
+        verdict: null,
+      },
+    ],
+  };
+}

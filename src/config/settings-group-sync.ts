@@ -1,0 +1,98 @@
+// The rows of the settings table for the group sync (contract §11): where the groups are in the
+// directory, which attributes hold what, and how often the service syncs. The directory itself and
+// the service account are LDAP_*'s (settings-backends.ts). settings.ts places them in the one table.
+import { EnvError, makeValidator } from 'envalid';
+import { integer, row, text } from './settings-parsers.ts';
+
+/** RFC 4512 §1.4: an attribute description's type, a descr or a numericoid. */
+const attributeName = makeValidator<string>((raw) => {
+  if (!/^([A-Za-z][A-Za-z0-9-]*|[0-9]+(\.[0-9]+)+)$/.test(raw))
+    throw new EnvError(`expected an attribute name like uid or entryUUID, got "${raw}"`);
+  return raw;
+});
+
+/** RFC 4515: a filter is parenthesised; the directory parses the rest (an error fails the run). */
+const filter = makeValidator<string>((raw) => {
+  if (!/^\(.*\)$/s.test(raw)) throw new EnvError(`expected a parenthesised LDAP filter, got "${raw}"`);
+  return raw;
+});
+
+const DURATION_UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 };
+
+/** `15m`, `1h`, `90s`: at least a minute, at most a day (unset: no interval). */
+const interval = makeValidator<number>((raw) => {
+  const match = /^([0-9]+)(s|m|h)$/.exec(raw);
+  const ms = match === null ? Number.NaN : Number(match[1]) * (DURATION_UNITS[match[2] ?? ''] ?? 0);
+  if (!(ms >= 60_000 && ms <= 86_400_000))
+    throw new EnvError(`expected a duration from 1m to 24h such as 15m, 1h or 90s got "${raw}"`);
+  return ms;
+});
+
+export const DEFAULT_GROUP_FILTER =
+  '(|(objectClass=groupOfNames)(objectClass=groupOfUniqueNames)(objectClass=posixGroup))';
+
+/** LDAP_GROUP_* and GROUP_SYNC_* rows, in table order. */
+export const GROUP_SYNC_SETTINGS = {
+  LDAP_GROUP_BASE_DN: row(
+    text({
+      default: undefined,
+      desc: 'where the group sync reads groups (whole subtree); setting it turns on `clubhouse sync groups` over the `LDAP_*` directory and service account (docs/group-sync.md)',
+    }),
+    { unset: '(no group sync)' },
+  ),
+  LDAP_GROUP_FILTER: row(
+    filter({ default: DEFAULT_GROUP_FILTER, desc: 'which entries under it are groups' }),
+  ),
+  LDAP_GROUP_CLASSROOM_FILTER: row(
+    filter({
+      default: undefined,
+      desc: 'groups that also match this filter are classrooms (type 1), e.g. `(businessCategory=classroom)`',
+    }),
+    { unset: '(none: every group is type 0)' },
+  ),
+  LDAP_USERNAME_ATTRIBUTE: row(
+    attributeName({
+      default: 'uid',
+      desc: 'the attribute of a user entry (under `LDAP_BASE_DN`) that a member DN is read back to: `uid`, `sAMAccountName`, `mail`',
+    }),
+  ),
+  LDAP_GROUP_ID_ATTRIBUTE: row(
+    attributeName({
+      default: 'entryUUID',
+      desc: "the directory's identity of a group, which survives renames and moves: `entryUUID` (OpenLDAP, 389 DS) or `objectGUID` (Active Directory)",
+    }),
+  ),
+  LDAP_GROUP_SHORT_DESCRIPTION_ATTRIBUTE: row(
+    attributeName({ default: undefined, desc: "the attribute read into a group's `short_description`" }),
+    { unset: '(empty)' },
+  ),
+  LDAP_GROUP_ACTIVITIES_ATTRIBUTE: row(
+    attributeName({ default: undefined, desc: "the attribute read into a group's `activities`" }),
+    { unset: '(empty)' },
+  ),
+  GROUP_SYNC_INTERVAL: row(
+    interval({
+      default: undefined,
+      desc: 'run the group sync inside the service this often (`15m`, `1h`), on one instance at a time',
+    }),
+    { unset: '(off)' },
+  ),
+  GROUP_SYNC_TIMEOUT_MS: row(
+    integer(
+      1000,
+      3_600_000,
+    )({
+      default: 300_000,
+      desc: "deadline of one sync's directory read: connect, TLS, bind and every page",
+    }),
+  ),
+  GROUP_SYNC_PAGE_SIZE: row(
+    integer(
+      1,
+      10_000,
+    )({
+      default: 500,
+      desc: "entries per page of the sync's paged searches (RFC 2696); at most the directory's own page limit (Active Directory's MaxPageSize, 1000 by default)",
+    }),
+  ),
+};

@@ -1,0 +1,126 @@
+// One run of the group sync (contract §11): take the lease, read the directory, plan against the
+// store's state and write, in one transaction, or print what would be written (a dry run). The CLI
+// (`clubhouse sync groups`) and the service's interval (sync-schedule.ts) both run this, and contend
+// for the same lease, so two runs never overlap, whichever instance or process starts them.
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { UsernameCase } from '../auth/username.ts';
+import type { GroupDirectory } from '../backends/ldap/groups-reader.ts';
+import type { GroupSyncStore, LeaseHolder } from '../store/group-sync-types.ts';
+import { countsText, planGroupSync, prepareDirectory, type SyncPlan } from './sync.ts';
+
+/** The lease's name in the store (one row: one sync at a time per database). */
+const LEASE_NAME = 'group-sync';
+
+/** A holder that dies keeps others out this long at most; a live one renews well before. */
+const LEASE_TTL_MS = 60_000;
+const LEASE_RENEW_MS = 20_000;
+
+export interface GroupSyncDeps {
+  readonly directory: GroupDirectory;
+  readonly store: GroupSyncStore;
+  readonly usernameCase: UsernameCase;
+}
+
+export interface GroupSyncOptions {
+  readonly dryRun: boolean;
+  readonly keepRemoved: boolean;
+}
+
+export type GroupSyncOutcome =
+  | { readonly ok: true; readonly plan: SyncPlan; readonly dryRun: boolean; readonly seconds: number }
+  | {
+      readonly ok: false;
+      /** `busy`: another run holds the lease (not a failure of this one); else where it failed. */
+      readonly stage: 'busy' | 'directory' | 'store';
+      readonly reason: string;
+      readonly seconds: number;
+    };
+
+/** Who this process is, in the lease row (for an operator reading it, and unique per run). */
+function holderName(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(6).toString('hex')}`;
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/**
+ * One sync run; never throws for the directory or the store: a failure anywhere is an outcome, and
+ * changes nothing (the write is one transaction, after the whole directory was read).
+ */
+export async function runGroupSync(
+  deps: GroupSyncDeps,
+  options: GroupSyncOptions,
+): Promise<GroupSyncOutcome> {
+  const started = performance.now();
+  const seconds = () => (performance.now() - started) / 1000;
+  // A dry run writes nothing, so it needs no lease: it never waits for, nor holds up, a real run.
+  const lease: LeaseHolder | null = options.dryRun ? null : { name: LEASE_NAME, holder: holderName() };
+  if (lease !== null) {
+    let taken: boolean;
+    try {
+      taken = await deps.store.takeLease(lease, LEASE_TTL_MS);
+    } catch (err) {
+      return {
+        ok: false,
+        stage: 'store',
+        reason: `cannot take the sync lock: ${messageOf(err)}`,
+        seconds: seconds(),
+      };
+    }
+    if (!taken) {
+      const held = await deps.store.leaseHolder(LEASE_NAME).catch(() => null);
+      const by =
+        held === null ? '' : ` (${held.holder}, for ${Math.ceil(held.remainingMs / 1000)} s more at most)`;
+      return { ok: false, stage: 'busy', reason: `another group sync is running${by}`, seconds: seconds() };
+    }
+  }
+  // Renewed while the directory is read; if a renewal is lost, the write's own check refuses.
+  const renewal =
+    lease === null
+      ? null
+      : setInterval(() => {
+          deps.store.renewLease(lease, LEASE_TTL_MS).catch(() => undefined);
+        }, LEASE_RENEW_MS);
+  renewal?.unref();
+  try {
+    const read = await deps.directory.read();
+    if (!read.ok)
+      return { ok: false, stage: 'directory', reason: `${read.failure}: ${read.reason}`, seconds: seconds() };
+    const prepared = prepareDirectory(read.groups, read.skipped, deps.usernameCase);
+    let plan: SyncPlan;
+    try {
+      plan = await deps.store.apply(
+        prepared.usernames,
+        (state) => planGroupSync(prepared, state, { keepRemoved: options.keepRemoved }),
+        { write: !options.dryRun, lease },
+      );
+    } catch (err) {
+      return { ok: false, stage: 'store', reason: messageOf(err), seconds: seconds() };
+    }
+    return { ok: true, plan, dryRun: options.dryRun, seconds: seconds() };
+  } finally {
+    if (renewal !== null) clearInterval(renewal);
+    if (lease !== null) await deps.store.releaseLease(lease).catch(() => undefined);
+  }
+}
+
+/** How a run's outcome is logged, by the CLI and the service alike: one line with the counts or the reason. */
+export function syncOutcomeLog(
+  outcome: GroupSyncOutcome,
+  by: 'cli' | 'interval',
+): { level: 'info' | 'warn' | 'error'; fields: Record<string, unknown>; message: string } {
+  if (outcome.ok) {
+    return {
+      level: 'info',
+      fields: { groupSync: { by, dryRun: outcome.dryRun, seconds: outcome.seconds, ...outcome.plan.counts } },
+      message: `group sync ${outcome.dryRun ? 'dry run ' : ''}done: ${countsText(outcome.plan.counts)}`,
+    };
+  }
+  // Another instance's run is not this one's failure: worth a line, not an alert.
+  return {
+    level: outcome.stage === 'busy' && by === 'interval' ? 'info' : 'error',
+    fields: { groupSync: { by, stage: outcome.stage, reason: outcome.reason, seconds: outcome.seconds } },
+    message: `group sync ${outcome.stage === 'busy' ? 'not run' : 'failed'}: ${outcome.reason}`,
+  };
+}

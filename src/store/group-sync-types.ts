@@ -1,0 +1,65 @@
+// The group sync's seam (contract §11): what the store hands the planner, what the planner asks it
+// to write, and the lease that keeps the sync to one instance at a time. The store writes a plan in
+// one transaction and never decides one: the rules are groups/sync.ts's.
+import type { Group, Membership } from './group-types.ts';
+
+/** A group that came from the directory: its clubhouse row and its directory identity. */
+export interface SyncedGroup extends Group {
+  readonly externalId: string;
+}
+
+/** What the planner is given, read in the transaction that then writes its answer. */
+export interface GroupSyncState {
+  /** Every group that came from the directory. */
+  readonly synced: readonly SyncedGroup[];
+  /** The names of the groups created in clubhouse (never touched, and never given away). */
+  readonly localNames: ReadonlySet<string>;
+  /** Every membership of a synced group, pending ones included. */
+  readonly memberships: readonly Membership[];
+  /** Of the usernames the directory names, those that exist. */
+  readonly users: ReadonlySet<string>;
+  /** The largest group id in use (0: none); new groups take the ids after it. */
+  readonly maxId: number;
+}
+
+/** The rows a plan writes; a plan with nothing in it writes nothing (no statement at all). */
+export interface GroupSyncWrites {
+  /** Synced groups to delete (their memberships follow by foreign key). */
+  readonly removeGroups: readonly number[];
+  /** Synced groups whose fields changed: their new values (the id and external id stay). */
+  readonly changeGroups: readonly SyncedGroup[];
+  /** New synced groups, with the ids the planner gave them. */
+  readonly addGroups: readonly SyncedGroup[];
+  /** Usernames to create, active (contract §4: as an import creates one). */
+  readonly createUsers: readonly string[];
+  readonly removeMemberships: readonly Membership[];
+  readonly changeMemberships: readonly Membership[];
+  readonly addMemberships: readonly Membership[];
+}
+
+/** Who runs a lease-guarded job; the transaction that writes checks the lease is still theirs. */
+export interface LeaseHolder {
+  readonly name: string;
+  readonly holder: string;
+}
+
+export interface GroupSyncStore {
+  /**
+   * One transaction: reads the state (writers of groups held off), asks `plan` what to do with it and
+   * writes the answer's `writes`, unless `write` is false (a dry run: a read-only snapshot). With a
+   * lease, the transaction first checks that `lease` still holds it and keeps it held until commit
+   * (LeaseLostError otherwise).
+   */
+  apply<P extends { readonly writes: GroupSyncWrites }>(
+    usernames: readonly string[],
+    plan: (state: GroupSyncState) => P,
+    options: { readonly write: boolean; readonly lease: LeaseHolder | null },
+  ): Promise<P>;
+  /** Takes the lease for `ttlMs` if it is free, expired or already `holder`'s; true when taken. */
+  takeLease(lease: LeaseHolder, ttlMs: number): Promise<boolean>;
+  /** Extends a lease still held; false when it was lost (expired and taken by another). */
+  renewLease(lease: LeaseHolder, ttlMs: number): Promise<boolean>;
+  releaseLease(lease: LeaseHolder): Promise<void>;
+  /** Who holds the lease `name` now, and for how many more ms; null when nobody does. */
+  leaseHolder(name: string): Promise<{ readonly holder: string; readonly remainingMs: number } | null>;
+}

@@ -1,0 +1,227 @@
+// The group sync's transaction (contract §11) and its lease, on either SQL engine. One transaction
+// reads the state, hands it to the planner (groups/sync.ts, pure and synchronous) and writes what it
+// answers with set-based statements, as the import does (import-data.ts): a sync of 100 000
+// memberships costs a handful of statements. Only rows that change are written: a plan that changes
+// nothing issues no write at all, so no trigger fires and SQLite's group generation does not move.
+import { LeaseLostError } from '../errors.ts';
+import type { GroupSyncState, GroupSyncStore, GroupSyncWrites, LeaseHolder } from '../group-sync-types.ts';
+import { type Column, change, type Dialect, type SqlDriver, type Steps, select } from './driver.ts';
+import { GROUP_COLUMNS, toGroup, toMembership } from './rows.ts';
+
+const GROUP: readonly Column[] = [
+  ['id', 'integer'],
+  ['name', 'text'],
+  ['description', 'text'],
+  ['short_description', 'text'],
+  ['activities', 'text'],
+  ['type', 'smallint'],
+  ['external_id', 'text'],
+];
+const ID: readonly Column[] = [['id', 'integer']];
+const USERNAME: readonly Column[] = [['username', 'text']];
+const MEMBERSHIP: readonly Column[] = [
+  ['username', 'text'],
+  ['group_id', 'integer'],
+  ['status', 'smallint'],
+];
+
+/** Reads what the planner needs: every group, the synced groups' memberships, the known usernames. */
+function* readState(dialect: Dialect, usernames: readonly string[]): Steps<GroupSyncState> {
+  const { rows: groupRows } = yield {
+    sql: `SELECT ${GROUP_COLUMNS}, g.external_id FROM groups g ORDER BY g.id`,
+    params: [],
+  };
+  const synced = [];
+  const localNames = new Set<string>();
+  let maxId = 0;
+  for (const row of groupRows) {
+    const group = toGroup(row);
+    maxId = Math.max(maxId, group.id);
+    const externalId = row['external_id'];
+    if (externalId === null) localNames.add(group.name);
+    else synced.push({ ...group, externalId: String(externalId) });
+  }
+  const { rows: membershipRows } = yield {
+    sql: `SELECT m.group_id, m.username, m.status FROM memberships m JOIN groups g ON g.id = m.group_id
+      WHERE g.external_id IS NOT NULL`,
+    params: [],
+  };
+  const users = new Set<string>();
+  if (usernames.length > 0) {
+    const { rows } = yield {
+      sql: `SELECT u.username FROM ${dialect.rows(1, USERNAME)} JOIN users u ON u.username = f.username`,
+      params: dialect.bulk(
+        USERNAME,
+        usernames.map((username) => [username]),
+      ),
+    };
+    for (const row of rows) users.add(String(row['username']));
+  }
+  return { synced, localNames, memberships: membershipRows.map(toMembership), users, maxId };
+}
+
+const groupRow = (g: GroupSyncWrites['addGroups'][number]) => [
+  g.id,
+  g.name,
+  g.description,
+  g.short_description,
+  g.activities,
+  g.type,
+  g.externalId,
+];
+
+/** Writes a plan's rows, removals first: a name or pair they free may be taken by what follows. */
+function* writePlan(dialect: Dialect, writes: GroupSyncWrites, now: number): Steps<void> {
+  if (writes.removeGroups.length > 0) {
+    yield {
+      sql: `DELETE FROM groups WHERE id IN (SELECT f.id FROM ${dialect.rows(1, ID)})`,
+      params: dialect.bulk(
+        ID,
+        writes.removeGroups.map((id) => [id]),
+      ),
+    };
+  }
+  if (writes.removeMemberships.length > 0) {
+    yield {
+      sql: `DELETE FROM memberships WHERE (username, group_id) IN
+        (SELECT f.username, f.group_id FROM ${dialect.rows(1, MEMBERSHIP)})`,
+      params: dialect.bulk(
+        MEMBERSHIP,
+        writes.removeMemberships.map((m) => [m.username, m.group, m.status]),
+      ),
+    };
+  }
+  if (writes.changeGroups.length > 0) {
+    const rows = dialect.bulk(GROUP, writes.changeGroups.map(groupRow));
+    // UNIQUE is checked row by row: park the names that change first, so that two synced groups
+    // that swap names (a rename in the directory) are not refused.
+    yield {
+      sql: `UPDATE groups AS g SET name = 'sync:' || ${dialect.randomText} FROM ${dialect.rows(1, GROUP)}
+        WHERE g.id = f.id AND g.name <> f.name`,
+      params: rows,
+    };
+    yield {
+      sql: `UPDATE groups AS g SET name = f.name, description = f.description,
+        short_description = f.short_description, activities = f.activities, type = f.type
+        FROM ${dialect.rows(1, GROUP)} WHERE g.id = f.id`,
+      params: rows,
+    };
+  }
+  if (writes.addGroups.length > 0) {
+    yield {
+      sql: `INSERT INTO groups (id, name, description, short_description, activities, type, external_id)
+        SELECT f.id, f.name, f.description, f.short_description, f.activities, f.type, f.external_id
+        FROM ${dialect.rows(1, GROUP)}`,
+      params: dialect.bulk(GROUP, writes.addGroups.map(groupRow)),
+    };
+  }
+  if (writes.createUsers.length > 0) {
+    // WHERE true: SQLite's parser needs it between INSERT … SELECT and ON CONFLICT.
+    yield {
+      sql: `INSERT INTO users (username, active, created_at) SELECT f.username, TRUE, $1
+        FROM ${dialect.rows(2, USERNAME)} WHERE true ON CONFLICT (username) DO NOTHING`,
+      params: [
+        now,
+        ...dialect.bulk(
+          USERNAME,
+          writes.createUsers.map((username) => [username]),
+        ),
+      ],
+    };
+  }
+  if (writes.changeMemberships.length > 0) {
+    yield {
+      sql: `UPDATE memberships AS m SET status = f.status FROM ${dialect.rows(1, MEMBERSHIP)}
+        WHERE m.username = f.username AND m.group_id = f.group_id`,
+      params: dialect.bulk(
+        MEMBERSHIP,
+        writes.changeMemberships.map((m) => [m.username, m.group, m.status]),
+      ),
+    };
+  }
+  if (writes.addMemberships.length > 0) {
+    // An administrator's `member set` on a synced group between the read and this write: the
+    // directory's answer stands (contract §11: synced memberships follow the directory).
+    yield {
+      sql: `INSERT INTO memberships (username, group_id, status) SELECT f.username, f.group_id, f.status
+        FROM ${dialect.rows(1, MEMBERSHIP)} WHERE true
+        ON CONFLICT (username, group_id) DO UPDATE SET status = excluded.status`,
+      params: dialect.bulk(
+        MEMBERSHIP,
+        writes.addMemberships.map((m) => [m.username, m.group, m.status]),
+      ),
+    };
+  }
+}
+
+/** The lease is still `lease`'s, held (PostgreSQL: row-locked) until this transaction ends. */
+function* checkLease(dialect: Dialect, lease: LeaseHolder): Steps<void> {
+  const { rows } = yield {
+    sql: `SELECT 1 AS held FROM sync_leases WHERE name = $1 AND holder = $2 AND expires_at > ${dialect.nowMs}${dialect.forUpdate}`,
+    params: [lease.name, lease.holder],
+  };
+  if (rows.length === 0) throw new LeaseLostError(lease.name);
+}
+
+function* apply<P extends { readonly writes: GroupSyncWrites }>(
+  dialect: Dialect,
+  usernames: readonly string[],
+  plan: (state: GroupSyncState) => P,
+  options: { readonly write: boolean; readonly lease: LeaseHolder | null },
+  now: number,
+): Steps<P> {
+  if (options.lease !== null) yield* checkLease(dialect, options.lease);
+  // Another import, `group add` or sync queues behind this one, so the names read stay true.
+  if (options.write && dialect.lockGroups !== null) yield { sql: dialect.lockGroups, params: [] };
+  const planned = plan(yield* readState(dialect, usernames));
+  if (options.write) yield* writePlan(dialect, planned.writes, now);
+  return planned;
+}
+
+/** The GroupSyncStore over `driver`. */
+export function sqlGroupSyncStore({ run, dialect }: SqlDriver): GroupSyncStore {
+  const now = dialect.nowMs;
+  return {
+    apply: (usernames, plan, options) =>
+      run(apply(dialect, usernames, plan, options, Date.now()), options.write ? 'bulk' : 'snapshot'),
+    // One statement each: a free, expired or own lease is taken; a live one of another holder is not.
+    takeLease: async ({ name, holder }, ttlMs) =>
+      (await run(
+        change({
+          sql: `INSERT INTO sync_leases (name, holder, expires_at) VALUES ($1, $2, ${now} + $3)
+            ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+            WHERE sync_leases.expires_at <= ${now} OR sync_leases.holder = excluded.holder`,
+          params: [name, holder, ttlMs],
+        }),
+      )) > 0,
+    renewLease: async ({ name, holder }, ttlMs) =>
+      (await run(
+        change({
+          sql: `UPDATE sync_leases SET expires_at = ${now} + $3
+            WHERE name = $1 AND holder = $2 AND expires_at > ${now}`,
+          params: [name, holder, ttlMs],
+        }),
+      )) > 0,
+    releaseLease: async ({ name, holder }) => {
+      await run(
+        change({ sql: 'DELETE FROM sync_leases WHERE name = $1 AND holder = $2', params: [name, holder] }),
+      );
+    },
+    leaseHolder: (name) =>
+      run(
+        select(
+          {
+            sql: `SELECT holder, expires_at - ${now} AS remaining FROM sync_leases
+              WHERE name = $1 AND expires_at > ${now}`,
+            params: [name],
+          },
+          (rows) => {
+            const row = rows[0];
+            return row === undefined
+              ? null
+              : { holder: String(row['holder']), remainingMs: Number(row['remaining']) };
+          },
+        ),
+      ),
+  };
+}
