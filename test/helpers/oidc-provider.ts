@@ -52,6 +52,8 @@ export interface TestProvider {
   tamper: TokenTamper | null;
   /** Requests that reached the relay, by path (the flow's cost). */
   readonly requests: string[];
+  /** How long the relay took to answer each of them (the provider's share of a flow), in ms. */
+  readonly durations: number[];
   /** Stops answering: the relay's listener closes and its connections are cut. */
   down(): Promise<void>;
   /** Answers again, on the same port. */
@@ -217,7 +219,10 @@ export async function startTestProvider(options: TestProviderOptions): Promise<T
 
   const state: { tamper: TokenTamper | null } = { tamper: null };
   const requests: string[] = [];
+  const durations: number[] = [];
   relay.on('request', async (req, res) => {
+    const arrived = performance.now();
+    res.on('finish', () => durations.push(performance.now() - arrived));
     const body = await readBody(req);
     const path = req.url ?? '/';
     requests.push(`${req.method} ${path.split('?')[0]}`);
@@ -270,6 +275,7 @@ export async function startTestProvider(options: TestProviderOptions): Promise<T
       state.tamper = value;
     },
     requests,
+    durations,
     down: () => close(relay),
     up: () => new Promise<void>((resolve) => relay.listen(port, '127.0.0.1', resolve)),
     async stop() {
