@@ -1,19 +1,82 @@
 // `npm run demo`: the service on the embedded SQLite default, a private Dovecot holding demo users,
 // and sample groups imported through the same path as `clubhouse import`. `npm run demo -- --ldap`
-// signs the same users in against a private OpenLDAP directory instead (search, then bind, LDAPS).
-import { readFileSync } from 'node:fs';
+// signs the same users in against a private OpenLDAP directory instead (search, then bind, LDAPS);
+// `npm run demo -- --oidc` has them sign in at a private OpenID Provider (oidc-provider, HTTPS with a
+// test CA) instead of typing a password here (contract §10).
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { environmentWithDotenv, loadConfig } from '../src/config/config.ts';
 import { applyImport } from '../src/groups/import.ts';
 import { createLogger } from '../src/logger.ts';
 import { startServer } from '../src/server.ts';
 import { openStores } from '../src/store/open.ts';
 import { DEMO_USERS, startDovecot } from '../test/helpers/dovecot.ts';
+import { startTestProvider } from '../test/helpers/oidc-provider.ts';
 import { PEOPLE_DN, SERVICE_DN, SERVICE_PASSWORD, startSlapd } from '../test/helpers/slapd.ts';
 
 const useLdap = process.argv.includes('--ldap');
+const useOidc = process.argv.includes('--oidc');
+
+type DemoBackend = { env: Record<string, string>; what: string; stop(): Promise<void> };
+
+/** contract §10: a private provider knowing the demo users, and clubhouse's AUTH_CONFIG for it. */
+async function startProvider(): Promise<DemoBackend> {
+  const settings = environmentWithDotenv();
+  const host = settings['HOST'] ?? '127.0.0.1';
+  const publicUrl =
+    settings['PUBLIC_URL'] ??
+    `http://${host.includes(':') ? `[${host}]` : host}:${settings['PORT'] ?? '8000'}`;
+  const dir = mkdtempSync(path.join(tmpdir(), 'clubhouse-demo-oidc-'));
+  const clientSecret = randomBytes(24).toString('base64url');
+  const provider = await startTestProvider({
+    accounts: DEMO_USERS.map((user) => ({
+      login: user.username,
+      password: user.password,
+      claims: {
+        email: `${user.username}@demo.example`,
+        email_verified: true,
+        preferred_username: user.username,
+      },
+    })),
+    clients: [
+      { clientId: 'clubhouse', clientSecret, redirectUris: [`${publicUrl}/api/auth/oidc/demo/callback`] },
+    ],
+    certDir: dir,
+  });
+  const file = path.join(dir, 'auth-config.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      backends: [
+        {
+          kind: 'oidc',
+          name: 'demo',
+          label: 'Sign in with the demo provider',
+          issuer: provider.issuer,
+          clientId: 'clubhouse',
+          clientSecret,
+          caFile: provider.caFile,
+          // The demo groups name people as alice, bob, carol.
+          usernameClaim: 'preferred_username',
+        },
+      ],
+    }),
+  );
+  return {
+    env: { AUTH_CONFIG: file, PUBLIC_URL: publicUrl },
+    what: `OpenID Connect: a private provider at ${provider.issuer} (its certificate is a test CA's: your browser will warn once)`,
+    async stop() {
+      await provider.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
 
 /** The demo's backend: its settings, a line saying what it is, and how to stop it. */
-async function startBackend(): Promise<{ env: Record<string, string>; what: string; stop(): Promise<void> }> {
+async function startBackend(): Promise<DemoBackend> {
+  if (useOidc) return startProvider();
   if (useLdap) {
     const slapd = await startSlapd(DEMO_USERS);
     return {
@@ -57,11 +120,17 @@ process.stdout.write(
     '',
     `clubhouse demo is serving at ${server.url}/`,
     `  database: ${config.databaseUrl}   ${backend.what}`,
-    '  sign in as:',
+    useOidc
+      ? '  open it in a browser, press "Sign in with the demo provider" and sign in there as:'
+      : '  sign in as:',
     ...DEMO_USERS.map((user) => `    ${user.username.padEnd(6)} / ${user.password}`),
     '',
-    `  try: curl -i -c /tmp/jar -H 'content-type: application/json' -d '{"username":"alice","password":"alice-password"}' ${server.url}/api/auth/login`,
-    `       curl -i -b /tmp/jar ${server.url}/api/group/`,
+    ...(useOidc
+      ? []
+      : [
+          `  try: curl -i -c /tmp/jar -H 'content-type: application/json' -d '{"username":"alice","password":"alice-password"}' ${server.url}/api/auth/login`,
+          `       curl -i -b /tmp/jar ${server.url}/api/group/`,
+        ]),
     '',
     'Press Ctrl-C to stop.',
     '',

@@ -4,6 +4,7 @@
 // and the objects it needs; none of them reads a setting or builds a neighbour.
 import type { Logger } from 'pino';
 import { LoginProcedure } from './auth/login.ts';
+import { OidcSignIn } from './auth/oidc-signin.ts';
 import { Sessions, sharedSecret } from './auth/sessions.ts';
 import { LoginThrottle } from './auth/throttle.ts';
 import { findingText, migrateUsernames } from './auth/username-migration.ts';
@@ -11,6 +12,8 @@ import type { Authenticator } from './backends/authenticator.ts';
 import { createAuthenticator } from './backends/build.ts';
 import type { ImapAuthenticatorOptions } from './backends/imap/authenticator.ts';
 import { groupDirectory } from './backends/ldap/groups-reader.ts';
+import { createOidcProvider, type OidcProvider } from './backends/oidc/provider.ts';
+import { cachedProbe } from './backends/probe.ts';
 import { servingBackends } from './config/auth-config.ts';
 import type { Config } from './config/config.ts';
 import { GROUP_JSON } from './groups/json.ts';
@@ -21,6 +24,7 @@ import { sessionHooks } from './http/session.ts';
 import { registerWebClient } from './http/web.ts';
 import { registerAuthRoutes } from './routes/auth.ts';
 import { registerGroupRoutes } from './routes/groups.ts';
+import { registerOidcRoutes } from './routes/oidc.ts';
 import { registerOps, registerSchemaRoute } from './routes/ops.ts';
 import { registerSessionRoutes } from './routes/sessions.ts';
 import { openStores } from './store/open.ts';
@@ -102,7 +106,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         metrics.observeBackend(backend.name, result, seconds);
       },
     });
+  // contract §10: the identity providers; none of them is a backend of the password chain.
+  const providers: OidcProvider[] = [];
   const closeOwned = async () => {
+    await Promise.all(providers.map((provider) => provider.close()));
     if (deps.stores === undefined) await stores.close();
     if (deps.authenticator === undefined) await authenticator.close?.();
   };
@@ -125,6 +132,28 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       now: deps.loginNow,
     });
 
+    for (const settings of config.auth.providers) providers.push(createOidcProvider(settings));
+    const signIn = new OidcSignIn({
+      providers,
+      flows: stores.flows,
+      users: stores.users,
+      sessions,
+      allowNewUsers: config.allowNewUsers,
+      usernameCase: config.usernameCase,
+    });
+    // contract §10: each discovery document is read at start-up, without holding start-up up: a
+    // provider that is down fails its sign-ins (and /readyz) until it answers, nothing else.
+    for (const provider of providers) {
+      void provider.discover().then((result) => {
+        if (!result.ok)
+          logger.warn({ provider: provider.name, reason: result.reason }, 'identity provider not reached');
+      });
+    }
+    const providerProbes = providers.map((provider) => ({
+      name: provider.name,
+      probe: cachedProbe(() => provider.probe(), READY_PROBE_TTL_MS),
+    }));
+
     const { fastify, endpoint } = await createEdge({
       ...config.http,
       logger,
@@ -142,13 +171,31 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       metrics,
     });
     registerSessionRoutes(endpoint, { ...cookies, sessions, hooks });
+    registerOidcRoutes(endpoint, {
+      cookieSecure: config.http.cookieSecure,
+      signIn,
+      sessions,
+      metrics,
+      // A test's own authenticator stands for a password backend.
+      passwordLogin: deps.authenticator !== undefined || config.auth.backends.length > 0,
+    });
     registerGroupRoutes(endpoint, { hooks, sessions, groups: stores.groups });
     registerSchemaRoute(fastify, endpoint);
     registerWebClient(fastify);
     registerOps(fastify, {
       stores,
-      // contract §8: every backend probed without credentials, by name (a test's may have none).
-      backends: authenticator.readiness?.bind(authenticator) ?? (async () => ({})),
+      // contract §8, §10: every backend and provider probed without credentials, by name (a test's
+      // authenticator may have no readiness).
+      backends: async () => {
+        const [chain, ...answers] = await Promise.all([
+          authenticator.readiness?.() ?? {},
+          ...providerProbes.map(async ({ probe }) => {
+            const result = await probe.check();
+            return result.ok ? 'ok' : result.reason;
+          }),
+        ]);
+        return { ...chain, ...Object.fromEntries(providerProbes.map(({ name }, i) => [name, answers[i]])) };
+      },
       metrics: config.metricsPort === null ? metrics : null,
     });
     const sync = config.groupSync;

@@ -43,9 +43,11 @@ export async function startServer(
       ? null
       : scheduleGroupSync(app.syncGroups, interval, () => undefined);
   const purge = setInterval(() => {
-    Promise.all([sessions.store.purgeExpired(sessions.now()), throttle.purge()]).catch((err: unknown) =>
-      logger.warn({ err }, 'purge of expired sessions failed'),
-    );
+    Promise.all([
+      sessions.store.purgeExpired(sessions.now()),
+      throttle.purge(),
+      app.stores.flows.purgeExpired(sessions.now()),
+    ]).catch((err: unknown) => logger.warn({ err }, 'purge of expired sessions failed'));
   }, PURGE_INTERVAL_MS);
   purge.unref();
   try {

@@ -44,6 +44,40 @@ export function loginCookies(sessionId: string, csrfToken: string, now: number, 
   ];
 }
 
+/** contract §10: the cookie naming a sign-in at an identity provider in progress. */
+const FLOW_COOKIE = 'oidc_flow';
+/** It goes only to the OIDC endpoints (the callback reads it): no other request carries it. */
+const FLOW_COOKIE_PATH = '/api/auth/oidc/';
+
+/** The state cookie's value (an opaque handle), when the request has one. */
+export function readFlowCookie(headers: IncomingHttpHeaders): string | undefined {
+  const header = headers.cookie;
+  if (header === undefined || header === '') return undefined;
+  return parseCookie(header)[FLOW_COOKIE];
+}
+
+/**
+ * contract §10: HttpOnly, SameSite=Lax (the provider's redirect back is a top-level GET, which Lax
+ * lets through; a cross-site POST or subrequest carries nothing), Secure as §2, for `maxAgeSeconds`.
+ */
+export function flowCookie(handle: string, maxAgeSeconds: number, now: number, secure: boolean): string {
+  return stringifySetCookie({
+    name: FLOW_COOKIE,
+    value: handle,
+    maxAge: maxAgeSeconds,
+    expires: new Date(now + maxAgeSeconds * 1000),
+    path: FLOW_COOKIE_PATH,
+    sameSite: 'lax',
+    httpOnly: true,
+    secure,
+  });
+}
+
+/** The state cookie expired: sent with every callback's answer, whatever its outcome. */
+export function clearedFlowCookie(secure: boolean): string {
+  return `${FLOW_COOKIE}=; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=${FLOW_COOKIE_PATH}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+}
+
 /** The expired session cookie logout answers with (Django's exact form: an empty quoted value). */
 export function clearedSessionCookie(secure: boolean): string {
   return `${SESSION_COOKIE}=""; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=/; SameSite=Lax${secure ? '; Secure' : ''}`;

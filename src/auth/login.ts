@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Authenticator, LoginFailure } from '../backends/authenticator.ts';
 import type { UserStore } from '../store/types.ts';
 import type { Credentials } from './credentials.ts';
+import { startSession } from './session-start.ts';
 import type { LoginClient, Sessions } from './sessions.ts';
 import type { LoginThrottle } from './throttle.ts';
 
@@ -177,31 +178,20 @@ export class LoginProcedure {
     if (remaining > 0) await this.#sleep(remaining);
   }
 
-  /** After a verified password: the user is recorded, the old session ended, a new one started. */
+  /** After a verified password: the user rules, then a fresh session (session-start.ts). */
   async #start(
     username: string,
     verified: { readonly backend?: string },
     client: LoginClient,
     previousSessionId: string | undefined,
   ): Promise<LoginOutcome> {
-    const deps = this.#deps;
-    const admission = await deps.users.recordLogin(username, deps.sessions.now(), deps.allowNewUsers);
-    if (admission === 'disabled') return fail('user_disabled', 'user is disabled');
-    if (admission === 'unknown') return fail('user_not_allowed', 'unknown user and ALLOW_NEW_USERS=false');
-
-    await deps.sessions.end(previousSessionId);
-    const session = await deps.sessions.start(username, client);
-    // A disable that raced this login has either seen this session (and deleted it) or is seen here.
-    const after = await deps.users.get(username);
-    if (after === null || !after.active) {
-      await deps.sessions.end(session.id);
-      return fail('user_disabled', 'user was disabled during login');
-    }
+    const started = await startSession(this.#deps, username, client, previousSessionId);
+    if (started.kind === 'refused') return fail(started.failure, started.reason);
     return {
       kind: 'success',
       username,
-      sessionId: session.id,
-      expiresAt: session.expiresAt,
+      sessionId: started.sessionId,
+      expiresAt: started.expiresAt,
       backend: verified.backend,
     };
   }

@@ -1,5 +1,5 @@
 // Which backends log people in (contract §8): `AUTH_BACKENDS` over the IMAP_* and LDAP_* settings,
-// or `AUTH_CONFIG=FILE`, a JSON file validated against docs/auth-config.schema.json at start-up
+// or `AUTH_CONFIG=FILE` (which also lists the identity providers of contract §10), a JSON file validated against docs/auth-config.schema.json at start-up
 // (an invalid file stops start-up naming the path of the bad entry, as an import does, §4). Each
 // rule of a backend's settings is decided here once, for the environment and the file alike, and
 // the result is the backends' own option types (backends/build.ts), which take nothing else.
@@ -10,6 +10,7 @@ import type { BackendSpec } from '../backends/build.ts';
 import type { ImapSettings } from '../backends/imap/settings.ts';
 import type { LdapSecurity, LdapSettings } from '../backends/ldap/authenticator.ts';
 import type { GroupDirectorySettings } from '../backends/ldap/groups-reader.ts';
+import type { OidcSettings } from '../backends/oidc/settings.ts';
 import { ConfigError, isLoopbackHost } from './error.ts';
 import { groupSyncSettings, type RawGroupSync } from './group-sync-config.ts';
 
@@ -203,24 +204,91 @@ function validate(document: unknown): ErrorObject[] {
   return (validator.errors ?? []).filter((e) => e.keyword !== 'if' && e.keyword !== 'oneOf');
 }
 
+/** The fields of an `oidc` entry (contract §10) before defaults and cross-checks. */
+interface RawOidc {
+  label?: string;
+  issuer?: string;
+  clientId?: string;
+  clientSecret?: string;
+  privateKeyFile?: string;
+  privateKeyId?: string;
+  scopes?: string;
+  usernameClaim?: string;
+}
+
 type FileEntry = RawLdap &
-  RawImap & {
-    kind: BackendKind;
+  RawImap &
+  RawOidc & {
+    kind: BackendKind | 'oidc';
     name: string;
     domains?: string[];
     groups?: RawGroupSync;
   };
 
-/** The file's backends, and the group sync of the one `ldap` entry with a `groups` object (§11). */
+/**
+ * The file's password backends, in order, its identity providers (§10), and the group sync of the
+ * one `ldap` entry with a `groups` object (§11).
+ */
 export interface AuthConfigFile {
   readonly backends: ConfiguredBackend[];
+  readonly providers: OidcSettings[];
   readonly groupSync: { readonly backend: string; readonly directory: GroupDirectorySettings } | null;
 }
 
-/** Reads and validates the AUTH_CONFIG file; throws ConfigError naming the file and the bad entry. */
+/** contract §10: the redirect URI registered at a provider, under PUBLIC_URL (no trailing slash). */
+function oidcRedirectUri(publicUrl: string, name: string): string {
+  return `${publicUrl}/api/auth/oidc/${name}/callback`;
+}
+
+/**
+ * Defaults and the rules of a provider's settings a schema cannot say: `openid` among the scopes, the
+ * key file there. The schema has required the label, the issuer (https://), the client id and one of
+ * a secret or a key. `publicUrl` null: PUBLIC_URL is missing, which start-up names.
+ */
+function oidcSettings(
+  entry: RawOidc & { name: string; domains?: string[]; caFile?: string; timeoutMs?: number },
+  refuse: Refuse,
+  publicUrl: string | null,
+): OidcSettings {
+  if (publicUrl === null) {
+    throw new ConfigError(
+      'PUBLIC_URL',
+      `required with an oidc backend ("${entry.name}"): the origin browsers reach this service at, e.g. https://club.example.org (the redirect URI is PUBLIC_URL/api/auth/oidc/${entry.name}/callback)`,
+    );
+  }
+  const scope = entry.scopes ?? 'openid email profile';
+  if (!scope.split(' ').includes('openid')) refuse('scopes', 'must include openid');
+  const clientAuth: OidcSettings['clientAuth'] =
+    entry.clientSecret === undefined
+      ? {
+          method: 'private_key_jwt',
+          privateKeyFile: existingFile(entry.privateKeyFile, (message) => refuse('privateKeyFile', message))!,
+          keyId: entry.privateKeyId ?? null,
+        }
+      : { method: 'client_secret_basic', secret: entry.clientSecret };
+  return {
+    name: entry.name,
+    label: entry.label!,
+    issuer: entry.issuer!,
+    clientId: entry.clientId!,
+    clientAuth,
+    scope,
+    usernameClaim: entry.usernameClaim ?? 'email',
+    domains: entry.domains ?? null,
+    caFile: existingFile(entry.caFile, (message) => refuse('caFile', message)),
+    redirectUri: oidcRedirectUri(publicUrl, entry.name),
+    timeoutMs: entry.timeoutMs ?? 5000,
+  };
+}
+
+/**
+ * Reads and validates the AUTH_CONFIG file; throws ConfigError naming the file and the bad entry.
+ * `publicUrl` is PUBLIC_URL (null when unset: an `oidc` entry then stops start-up naming it).
+ */
 export function readAuthConfig(
   file: string,
   groupSyncLimits: { readonly timeoutMs: number; readonly pageSize: number },
+  publicUrl: string | null,
 ): AuthConfigFile {
   const refuseAt = (path: string, message: string): never => {
     throw new ConfigError('AUTH_CONFIG', `${file}: ${path}: ${message}`);
@@ -239,11 +307,18 @@ export function readAuthConfig(
   const entries = (document as { backends: FileEntry[] }).backends;
   const names = new Set<string>();
   let groupSync: AuthConfigFile['groupSync'] = null;
-  const backends = entries.map((entry, index): ConfiguredBackend => {
+  const backends: ConfiguredBackend[] = [];
+  const providers: OidcSettings[] = [];
+  entries.forEach((entry, index) => {
     const at: Refuse = (field, message) => refuseAt(`backends[${index}].${field}`, message);
     if (names.has(entry.name)) at('name', `"${entry.name}" is used twice`);
     names.add(entry.name);
     const domains = entry.domains ?? null;
+    // contract §10: a provider takes no part in password logins; it is not one of the chain's backends.
+    if (entry.kind === 'oidc') {
+      providers.push(oidcSettings(entry, at, publicUrl));
+      return;
+    }
     if (entry.kind === 'ldap') {
       const ldap = ldapSettings(entry, at);
       if (entry.groups !== undefined) {
@@ -254,10 +329,11 @@ export function readAuthConfig(
           directory: groupSyncSettings(entry.groups, ldap, groupSyncLimits, at),
         };
       }
-      return { kind: 'ldap', name: entry.name, domains, ldap };
+      backends.push({ kind: 'ldap', name: entry.name, domains, ldap });
+      return;
     }
     // The schema requires an IMAP entry's host.
-    return { kind: 'imap', name: entry.name, domains, imap: imapSettings(entry, at) };
+    backends.push({ kind: 'imap', name: entry.name, domains, imap: imapSettings(entry, at) });
   });
-  return { backends, groupSync };
+  return { backends, providers, groupSync };
 }

@@ -4,6 +4,7 @@ import { parse as parseDotenv } from 'dotenv';
 import { customCleanEnv } from 'envalid';
 import type { ThrottleSettings } from '../auth/throttle.ts';
 import type { LdapSettings } from '../backends/ldap/authenticator.ts';
+import type { OidcSettings } from '../backends/oidc/settings.ts';
 import type { EdgeOptions } from '../http/edge.ts';
 import type { StoreOptions } from '../store/options.ts';
 import {
@@ -41,9 +42,13 @@ export interface Config extends StoreSettings {
    */
   readonly auth: {
     readonly backends: readonly ConfiguredBackend[];
+    /** The identity providers of AUTH_CONFIG (contract §10); none from the environment settings. */
+    readonly providers: readonly OidcSettings[];
     /** The AUTH_CONFIG file, or null when the environment settings describe the backends. */
     readonly configFile: string | null;
   };
+  /** contract §10: the origin browsers reach the service at (PUBLIC_URL); null when unset. */
+  readonly publicUrl: string | null;
   /** The HTTP edge's options (http/edge.ts), and whether cookies are Secure (contract §2). */
   readonly http: HttpSettings;
   readonly logLevel: LogLevel;
@@ -211,7 +216,7 @@ export function loadConfig(env: Env): Config {
   // The environment's IMAP server is checked when IMAP is listed, or when nothing else is (the CLI).
   const imap = imapFromEnvironment(s);
   const configFile = s.AUTH_CONFIG ?? null;
-  const file = configFile === null ? null : readAuthConfig(configFile, syncLimits(s));
+  const file = configFile === null ? null : readAuthConfig(configFile, syncLimits(s), s.PUBLIC_URL ?? null);
   const groupSync = file === null ? groupSyncFromEnvironment(s) : file.groupSync;
   if (groupSync === null && s.GROUP_SYNC_INTERVAL !== undefined)
     throw new ConfigError(
@@ -227,8 +232,10 @@ export function loadConfig(env: Env): Config {
     imap,
     auth: {
       backends: file === null ? backendsFromEnvironment(s, imap) : file.backends,
+      providers: file === null ? [] : file.providers,
       configFile,
     },
+    publicUrl: s.PUBLIC_URL ?? null,
     http: {
       cookieSecure: s.COOKIE_SECURE,
       trustedOrigins: s.TRUSTED_ORIGINS,

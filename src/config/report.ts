@@ -1,5 +1,6 @@
 // `clubhouse config check`: the effective settings with secrets masked, and what looks risky.
 
+import type { OidcSettings } from '../backends/oidc/settings.ts';
 import { storeTls } from '../store/options.ts';
 import type { ConfiguredBackend } from './auth-config.ts';
 import type { Config } from './config.ts';
@@ -13,6 +14,16 @@ function presentBackend(spec: ConfiguredBackend): Record<string, unknown> {
       ? { ...spec.imap }
       : { ...spec.ldap, bindPassword: spec.ldap.bindPassword === null ? null : '***' };
   return { name: spec.name, kind: spec.kind, domains: spec.domains ?? '(every username)', ...settings };
+}
+
+/** An identity provider as `config check` shows it (contract §10): its client secret masked. */
+function presentProvider(spec: OidcSettings): Record<string, unknown> {
+  const { clientAuth, ...rest } = spec;
+  const auth =
+    clientAuth.method === 'client_secret_basic'
+      ? { clientAuth: clientAuth.method, clientSecret: '***' }
+      : { clientAuth: clientAuth.method, privateKeyFile: clientAuth.privateKeyFile, keyId: clientAuth.keyId };
+  return { kind: 'oidc', ...rest, ...auth, domains: spec.domains ?? '(any)' };
 }
 
 /** The group sync as `config check` shows it (contract §11): its directory and account, secrets masked. */
@@ -102,9 +113,16 @@ export function configReport(config: Config): {
       warnings.push(`Backend ${spec.name}: plain text, passwords travel unencrypted.`);
     }
   }
+  // contract §10: the browser comes back to PUBLIC_URL with the code; in clear, anyone on the way has it.
+  const publicUrl = config.publicUrl === null ? null : new URL(config.publicUrl);
+  if (publicUrl !== null && publicUrl.protocol === 'http:' && !isLoopbackHost(publicUrl.hostname)) {
+    warnings.push(
+      `PUBLIC_URL=${config.publicUrl} is not https: the provider sends people back with their code in clear.`,
+    );
+  }
   return {
     settings,
-    backends: config.auth.backends.map(presentBackend),
+    backends: [...config.auth.backends.map(presentBackend), ...config.auth.providers.map(presentProvider)],
     groupSync: presentGroupSync(config),
     warnings,
   };

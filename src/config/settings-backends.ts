@@ -1,5 +1,5 @@
-// The rows of the settings table for the authentication backends (contract §5, §8): which backends,
-// then IMAP's and LDAP's own settings. settings.ts places them in the one table.
+// The rows of the settings table for the authentication backends (contract §5, §8, §10): which
+// backends, the public origin identity providers send people back to, then IMAP's and LDAP's own settings. settings.ts places them in the one table.
 import {
   backendKinds,
   boolean,
@@ -9,6 +9,7 @@ import {
   type LdapSecurity,
   ldapUrl,
   oneOf,
+  publicUrl,
   row,
   text,
 } from './settings-parsers.ts';
@@ -24,9 +25,16 @@ export const BACKEND_SETTINGS = {
   AUTH_CONFIG: row(
     file({
       default: undefined,
-      desc: 'a JSON file of backends (several of one kind, by mail domain), validated against `docs/auth-config.schema.json`; replaces `AUTH_BACKENDS`, `IMAP_*` and `LDAP_*`',
+      desc: 'a JSON file of backends (several of one kind, by mail domain; identity providers, kind `oidc`), validated against `docs/auth-config.schema.json`; replaces `AUTH_BACKENDS`, `IMAP_*` and `LDAP_*`',
     }),
     { unset: '(the settings below)' },
+  ),
+  PUBLIC_URL: row(
+    publicUrl({
+      default: undefined,
+      desc: 'the origin browsers reach this service at, e.g. `https://club.example.org`; required once `AUTH_CONFIG` lists an `oidc` provider, whose redirect URI is `PUBLIC_URL/api/auth/oidc/{name}/callback` (docs/oidc.md)',
+    }),
+    { unset: '(required with an `oidc` provider)' },
   ),
   IMAP_HOST: row(text({ default: undefined, desc: 'the IMAP server that checks passwords' }), {
     unset: '(required to serve)',

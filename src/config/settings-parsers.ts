@@ -80,6 +80,21 @@ export const origins = makeValidator<string[]>((raw) =>
     }),
 );
 
+/** contract §10: PUBLIC_URL, the origin browsers reach the service at (no path, query or credentials). */
+export const publicUrl = makeValidator<string>((raw) => {
+  const problem = `"${raw}" is not an origin like https://club.example.org (no path)`;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new EnvError(problem);
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || url.origin !== raw.replace(/\/$/, '')) {
+    throw new EnvError(problem);
+  }
+  return url.origin;
+});
+
 export const trustProxy = makeValidator<TrustProxy>((raw) => {
   if (raw === 'false') return false;
   if (raw === 'true') return true;

@@ -7,11 +7,20 @@
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 
-/** The request as the access log shows it: never its headers (cookies, CSRF tokens). */
+/**
+ * The URL as logged: never its query string, which at the identity provider's callback carries the
+ * code and the state (contract §10); no other endpoint reads one.
+ */
+function loggedUrl(url: string | undefined): string | undefined {
+  const at = url?.indexOf('?') ?? -1;
+  return at < 0 ? url : `${url?.slice(0, at)}?[redacted]`;
+}
+
+/** The request as the access log shows it: never its headers (cookies, CSRF tokens), nor its query. */
 function described(request: IncomingMessage) {
   return {
     method: request.method,
-    url: request.url,
+    url: loggedUrl(request.url),
     host: request.headers.host,
     remoteAddress: request.socket.remoteAddress,
   };

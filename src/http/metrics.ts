@@ -5,6 +5,7 @@ import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import client from 'prom-client';
 import type { LoginFailure, VerifyResult } from '../backends/authenticator.ts';
+import type { OidcFailure } from '../backends/oidc/settings.ts';
 import type { GroupSyncOutcome } from '../groups/sync-run.ts';
 import { API_ERRORS } from './api-errors.ts';
 import { requestMetrics } from './request-metrics.ts';
@@ -16,8 +17,15 @@ export interface Metrics {
   /** The exposition for a scrape: this process's, or under WORKERS the sum over every worker. */
   text(): Promise<string>;
   observeRequest(method: string, route: string, status: number, seconds: number): void;
-  /** `backend`: the backend that decided (contract §8), '' when none did (throttled, refused input). */
-  observeLogin(outcome: LoginOutcomeLabel, failure: LoginFailure | undefined, backend?: string): void;
+  /**
+   * `backend`: the backend that decided (contract §8), '' when none did (throttled, refused input);
+   * for a sign-in at an identity provider, the provider (§10), with its own failure classes.
+   */
+  observeLogin(
+    outcome: LoginOutcomeLabel,
+    failure: LoginFailure | OidcFailure | undefined,
+    backend?: string,
+  ): void;
   observeImap(result: VerifyResult, seconds: number): void;
   /** One attempt at any backend (IMAP and LDAP alike), by backend name and result. */
   observeBackend(backend: string, result: VerifyResult, seconds: number): void;

@@ -57,6 +57,7 @@ export async function openStores(options: StoreOptions, open: OpenOptions = {}):
     redis: redis.client,
     sessions: redis.sessions,
     throttle: redis.throttle,
+    flows: redis.flows,
     ping: async () => {
       await Promise.all([database.ping(), redis.ping()]);
     },

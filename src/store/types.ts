@@ -122,6 +122,30 @@ export interface ThrottleStore {
   purgeExpired(now: number, windowMs: number): Promise<void>;
 }
 
+/**
+ * A sign-in at an identity provider in progress (contract §10), kept server-side under the SHA-256 of
+ * the opaque handle the browser's state cookie holds. `data` is opaque to the store (the domain
+ * seals it with a key only the handle gives), so neither the store nor a copy of it can replay a flow.
+ */
+interface PendingFlow {
+  readonly idHash: Buffer;
+  readonly data: Buffer;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+export interface FlowStore {
+  /** Keeps the flow until `expiresAt` (a handle is fresh randomness: an existing one is a bug). */
+  put(flow: PendingFlow): Promise<void>;
+  /**
+   * Takes the flow and deletes it in one atomic step, so that of two callbacks with the same handle,
+   * on any instance, at most one gets it; null when absent, already taken, or expired at `now`.
+   */
+  take(idHash: Buffer, now: number): Promise<Buffer | null>;
+  /** Deletes the flows expired at `now` (abandoned sign-ins); returns how many. */
+  purgeExpired(now: number): Promise<number>;
+}
+
 export interface UserRecord {
   readonly username: string;
   readonly active: boolean;
@@ -185,6 +209,8 @@ export interface Stores {
   readonly groupSync: GroupSyncStore;
   readonly sessions: SessionStore;
   readonly throttle: ThrottleStore;
+  /** Sign-ins at an identity provider in progress (contract §10); beside the sessions. */
+  readonly flows: FlowStore;
   /** Stored usernames and their canonical form (the database's; sessions may be elsewhere). */
   readonly usernames: UsernameMaintenance;
   /**

@@ -37,6 +37,10 @@ describe('/api/schema', () => {
       '/api/auth/login': ['post'],
       '/api/auth/logout': ['post'],
       '/api/auth/logout-everywhere': ['post'],
+      // contract §10: sign-in at an identity provider.
+      '/api/auth/oidc/{name}/callback': ['get'],
+      '/api/auth/oidc/{name}/start': ['get'],
+      '/api/auth/providers': ['get'],
       '/api/auth/sessions': ['get'],
       '/api/auth/sessions/{id}': ['delete'],
       '/api/group': ['get'],

@@ -23,6 +23,8 @@ export interface TestApp extends App {
   readonly clock: { now: number; advance(ms: number): void };
   /** The store settings of this app, for a CLI run or a second instance on the same stores. */
   readonly storeEnv: Readonly<Record<string, string>>;
+  /** Everything the session, throttle and flow stores keep, as text (stores.ts: StoreData.dump). */
+  dump(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -129,6 +131,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       logs,
       clock,
       storeEnv,
+      dump: () => made.dump(opened),
       async close() {
         await app.close();
         await opened.close();

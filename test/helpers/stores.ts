@@ -45,6 +45,7 @@ export interface StoreData {
 }
 
 const SQL_TABLES = [
+  'oidc_flows',
   'sessions',
   'throttle_failures',
   'throttle_pending',
@@ -54,8 +55,8 @@ const SQL_TABLES = [
   'users',
   'sync_leases',
 ];
-/** The tables of the session and throttle stores, dumped to prove what is and is not kept. */
-const DUMPED_TABLES = ['sessions', 'throttle_failures', 'throttle_pending', 'known_clients'];
+/** The tables of the session, throttle and flow stores, dumped to prove what is and is not kept. */
+const DUMPED_TABLES = ['sessions', 'throttle_failures', 'throttle_pending', 'known_clients', 'oidc_flows'];
 
 /** Rows as JSON with byte strings in hex (Buffer's own toJSON would hide them from a replacer). */
 function rowsJson(tables: Record<string, unknown>[][]): string {
@@ -106,7 +107,7 @@ async function dumpRedis(client: Redis, prefix: string): Promise<string> {
         ? await client.hgetall(key)
         : type === 'zset'
           ? await client.zrangebyscore(key, '-inf', '+inf', 'WITHSCORES')
-          : await client.get(key);
+          : (await client.getBuffer(key))?.toString('hex');
   }
   return JSON.stringify(out);
 }

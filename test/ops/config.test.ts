@@ -231,6 +231,7 @@ describe('the settings table', () => {
     SQLITE_BUSY_TIMEOUT_MS: '1234',
     AUTH_BACKENDS: 'ldap',
     AUTH_CONFIG: 'docs/auth-config.example.json',
+    PUBLIC_URL: 'https://club.example.org',
     IMAP_HOST: 'mail.example.org',
     IMAP_PORT: '1993',
     IMAP_SECURITY: 'starttls',

@@ -1,5 +1,6 @@
 // Issue 9: secrets. Runs the suites that log in, log out and fail logins in a child test run with
-// a registry of every password, session id and CSRF token they use, then greps everything that run
+// a registry of every password, session id and CSRF token they use (and, contract §10, every state,
+// nonce, code, token and state cookie of a sign-in at an identity provider), then greps everything that run
 // printed — the runner's output, every captured service log line, every service process's output —
 // for each of them. None may appear.
 import assert from 'node:assert/strict';
@@ -30,6 +31,10 @@ const SUITES = [
   'api/wire',
   'backends/e2e',
   'ldap/onpath-api',
+  // contract §10: the state, nonce, code, tokens and state cookie of every sign-in at a provider.
+  'oidc/flow',
+  'oidc/refusals',
+  'oidc/endpoints',
 ].map((name) => join('test', `${name}.test.ts`));
 // On SQLite only: the suites that also run on other stores leave those describes out by name.
 const OTHER_STORES = storeDescribePattern(STORES.filter((store) => store.kind !== 'sqlite'));

@@ -548,6 +548,60 @@ describeEachStore('store contract', (store) => {
     });
   });
 
+  describe('sign-ins in progress (contract §10)', () => {
+    const flow = (label: string, lifetimeMs = 600_000, data = Buffer.from(`sealed ${label}`)) => ({
+      idHash: idOf(label),
+      data,
+      createdAt: now,
+      expiresAt: now + lifetimeMs,
+    });
+
+    test('take answers the data once, then null: the flow is gone', async () => {
+      await stores.flows.put(flow('f1'));
+      assert.deepEqual(await stores.flows.take(idOf('f1'), now), Buffer.from('sealed f1'));
+      assert.equal(await stores.flows.take(idOf('f1'), now), null);
+      assert.equal(await stores.flows.take(idOf('never'), now), null);
+    });
+
+    test('bytes come back exactly, every value of a byte included', async () => {
+      const bytes = Buffer.from(Array.from({ length: 512 }, (_, i) => i % 256));
+      await stores.flows.put(flow('bytes', 600_000, bytes));
+      assert.deepEqual(await stores.flows.take(idOf('bytes'), now), bytes);
+    });
+
+    test('an expired flow is never answered, and a take of it leaves nothing to take later', async () => {
+      await stores.flows.put(flow('short', 1000));
+      assert.equal(await stores.flows.take(idOf('short'), now + 1000), null);
+      assert.equal(await stores.flows.take(idOf('short'), now), null);
+    });
+
+    test('of many takes at once of one flow, exactly one gets it', async () => {
+      await stores.flows.put(flow('raced'));
+      const takes = await Promise.all(Array.from({ length: 8 }, () => stores.flows.take(idOf('raced'), now)));
+      assert.equal(takes.filter((taken) => taken !== null).length, 1);
+    });
+
+    test('flows are apart: taking one leaves the others', async () => {
+      await stores.flows.put(flow('a'));
+      await stores.flows.put(flow('b'));
+      assert.deepEqual(await stores.flows.take(idOf('a'), now), Buffer.from('sealed a'));
+      assert.deepEqual(await stores.flows.take(idOf('b'), now), Buffer.from('sealed b'));
+    });
+
+    test('purgeExpired drops expired flows and keeps live ones', async () => {
+      await stores.flows.put(flow('old', 1000));
+      await stores.flows.put(flow('live'));
+      await stores.flows.purgeExpired(now + 1000);
+      const dump = await data.dump(stores);
+      // Redis reclaims an expired flow by its TTL, on its own clock: only the SQL stores purge rows.
+      if (!store.kind.startsWith('redis'))
+        assert.ok(!dump.includes(idOf('old').toString('hex')), 'the expired flow is gone');
+      assert.ok(dump.includes(idOf('live').toString('hex')), 'the live flow is kept');
+      assert.equal(await stores.flows.take(idOf('old'), now + 1000), null);
+      assert.deepEqual(await stores.flows.take(idOf('live'), now + 1000), Buffer.from('sealed live'));
+    });
+  });
+
   describe('users, groups and the secret key', () => {
     test('recordLogin: created when allowed, unknown when not, refused when disabled', async () => {
       assert.equal(await stores.users.recordLogin('newbie', now, false), 'unknown');

@@ -120,3 +120,40 @@ export const endSession = (id: string) =>
 
 /** POST /api/auth/logout-everywhere: every session of the caller ends, this one too. */
 export const logOutEverywhere = () => request<string>('POST', '/api/auth/logout-everywhere');
+
+/** One identity provider people can sign in at (contract §10). */
+interface Provider {
+  readonly name: string;
+  readonly label: string;
+}
+
+/** How the sign-in page can sign people in: the providers' buttons, and whether a password form. */
+export interface SignInMethods {
+  readonly providers: readonly Provider[];
+  readonly passwordLogin: boolean;
+}
+
+/**
+ * GET /api/auth/providers (contract §10). When it cannot be read, the password form alone, as before
+ * identity providers: signing in with a password says what is wrong, if anything.
+ */
+export async function signInMethods(): Promise<SignInMethods> {
+  try {
+    const response = await fetch('/api/auth/providers', {
+      headers: { accept: 'application/json' },
+      credentials: 'same-origin',
+      cache: 'no-store',
+    });
+    if (!response.ok) return { providers: [], passwordLogin: true };
+    const providers = (await response.json()) as Provider[];
+    return { providers, passwordLogin: response.headers.get('x-password-login') !== 'false' };
+  } catch {
+    return { providers: [], passwordLogin: true };
+  }
+}
+
+/** Where a provider's button goes: its start, coming back to `next` (a path of this site). */
+export function providerStartUrl(name: string, next: string): string {
+  const query = next === '/' ? '' : `?next=${encodeURIComponent(next)}`;
+  return `/api/auth/oidc/${encodeURIComponent(name)}/start${query}`;
+}

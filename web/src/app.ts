@@ -11,6 +11,8 @@ import {
   logOut,
   logOutEverywhere,
   type SessionInfo,
+  type SignInMethods,
+  signInMethods,
 } from './api.ts';
 import { h } from './dom.ts';
 import { sessionsPage } from './sessions-view.ts';
@@ -45,6 +47,10 @@ const root = document.getElementById('app') ?? document.body;
 
 /** The signed-in username; null while signed out. */
 let user: string | null = null;
+/** How people sign in here (contract §10: the providers' buttons); read once, when first needed. */
+let methods: Promise<SignInMethods> | null = null;
+/** contract §10: a sign-in at a provider came back failed (`/?signin=failed`); said once. */
+let signInFailed = false;
 /** Bumped on every page change, so an answer that arrives late cannot paint over a newer page. */
 let generation = 0;
 
@@ -53,9 +59,15 @@ function mount(title: string, ...nodes: Node[]): void {
   root.replaceChildren(...nodes);
 }
 
-function showLogin(notice?: string): void {
-  generation++;
-  const { main, focus } = loginPage({ notice, submit });
+async function showLogin(notice?: string): Promise<void> {
+  const mine = ++generation;
+  methods ??= signInMethods();
+  const known = await methods;
+  if (mine !== generation) return;
+  const error = signInFailed ? 'Signing in at your organisation did not work. Please try again.' : undefined;
+  signInFailed = false;
+  const next = `${location.pathname}${location.search}`;
+  const { main, focus } = loginPage({ notice, error, submit, methods: known, next });
   mount('Sign in', main);
   focus.focus();
 }
@@ -87,7 +99,7 @@ async function signOut(button: HTMLButtonElement): Promise<void> {
   }
   user = null;
   history.pushState(null, '', '/');
-  showLogin('You have signed out.');
+  void showLogin('You have signed out.');
 }
 
 /** Ends one session from the sessions page; ending this device's is signing out (contract §9). */
@@ -121,12 +133,12 @@ function announce(message: string): void {
 function signedOut(notice: string): void {
   user = null;
   history.pushState(null, '', '/');
-  showLogin(notice);
+  void showLogin(notice);
 }
 
 function sessionEnded(): void {
   user = null;
-  showLogin('Your session has ended. Please sign in again.');
+  void showLogin('Your session has ended. Please sign in again.');
 }
 
 /**
@@ -192,7 +204,7 @@ function showFailure(failure: Failure, paint: (title: string, nodes: Node[]) => 
     // The session ended elsewhere (signed out in another tab, expired, revoked): sign in again here,
     // and the address still names the page to come back to.
     user = null;
-    showLogin('Your session has ended. Please sign in again.');
+    void showLogin('Your session has ended. Please sign in again.');
   } else if (failure.status === 404) {
     paint('Not found', notFoundPage('There is no group at this address.'));
   } else {
@@ -227,6 +239,14 @@ function onClick(event: MouseEvent): void {
 async function start(): Promise<void> {
   // The hash form of a deep link becomes the path form, which the server also serves on reload.
   if (location.hash.startsWith('#/')) history.replaceState(null, '', location.hash.slice(1) || '/');
+  // contract §10: said once, then gone from the address (a reload does not say it again).
+  const query = new URLSearchParams(location.search);
+  if (query.get('signin') === 'failed') {
+    signInFailed = true;
+    query.delete('signin');
+    const rest = query.toString();
+    history.replaceState(null, '', `${location.pathname}${rest === '' ? '' : `?${rest}`}${location.hash}`);
+  }
   const result = await checkSession();
   if (result.ok) {
     user = result.data;

@@ -1,6 +1,6 @@
 // The pages, built as DOM nodes: login, the logged-in frame, my groups, one group, and the
 // not-found / unavailable states. They hold no state; app.ts decides which one to show.
-import type { Group, GroupDetail } from './api.ts';
+import { type Group, type GroupDetail, providerStartUrl, type SignInMethods } from './api.ts';
 import { h } from './dom.ts';
 import { groupTypeLabel, memberStatusLabel } from './text.ts';
 
@@ -16,10 +16,36 @@ type SubmitLogin = (username: string, password: string) => Promise<LoginFailure 
 export interface LoginOptions {
   /** A calm status line above the form (signed out, session ended). */
   readonly notice?: string;
+  /** An error said first (contract §10: a sign-in at a provider that did not work). */
+  readonly error?: string;
   readonly submit: SubmitLogin;
+  /** The providers' buttons, above the password form (or alone, without a password backend). */
+  readonly methods: SignInMethods;
+  /** Where a provider sends people back to once signed in: the page they asked for. */
+  readonly next: string;
 }
 
-/** The sign-in page; its username field is the element to focus. */
+/** contract §10: one link per identity provider, styled as a button (a link: it leaves the page). */
+function providerButtons(methods: SignInMethods, next: string): HTMLElement | null {
+  if (methods.providers.length === 0) return null;
+  return h(
+    'ul',
+    { class: 'providers', role: 'list', 'aria-label': 'Sign in at your organisation' },
+    ...methods.providers.map((provider) =>
+      h(
+        'li',
+        {},
+        h(
+          'a',
+          { class: 'button button-wide provider', href: providerStartUrl(provider.name, next) },
+          provider.label,
+        ),
+      ),
+    ),
+  );
+}
+
+/** The sign-in page; the element to focus is the username field, or the first provider's button. */
 export function loginPage(options: LoginOptions): { main: HTMLElement; focus: HTMLElement } {
   const username = h('input', {
     id: 'username',
@@ -87,6 +113,9 @@ export function loginPage(options: LoginOptions): { main: HTMLElement; focus: HT
     }
   });
 
+  const { methods } = options;
+  const buttons = providerButtons(methods, options.next);
+  const withForm = methods.passwordLogin || buttons === null;
   const main = h(
     'main',
     { id: 'main', class: 'page page-centered' },
@@ -95,12 +124,18 @@ export function loginPage(options: LoginOptions): { main: HTMLElement; focus: HT
       { class: 'card login-card' },
       h('p', { class: 'brand brand-large' }, 'clubhouse'),
       h('h1', { id: 'login-title', tabindex: '-1' }, 'Sign in'),
-      h('p', { class: 'lead' }, 'Use the username and password of your mail account.'),
+      options.error === undefined
+        ? null
+        : h('p', { class: 'alert', role: 'alert', id: 'signin-error' }, options.error),
       options.notice === undefined ? null : h('p', { class: 'notice', role: 'status' }, options.notice),
-      form,
+      buttons,
+      buttons !== null && withForm ? h('p', { class: 'divider' }, 'or') : null,
+      withForm ? h('p', { class: 'lead' }, 'Use the username and password of your mail account.') : null,
+      withForm ? form : null,
     ),
   );
-  return { main, focus: username };
+  const first = buttons?.querySelector<HTMLElement>('a') ?? null;
+  return { main, focus: withForm ? username : (first ?? username) };
 }
 
 /** The frame of every logged-in page: skip link, top bar with the user and Sign out, and `main`. */

@@ -115,6 +115,19 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
     name: 'groups from the directory',
     sql: groupSyncMigration({ text: 'text', bigint: 'bigint', tableOptions: '' }),
   },
+  {
+    version: 6,
+    name: 'sign-ins at an identity provider in progress',
+    sql: `
+      -- contract §10 (as SQLite's version 8): taken once, purged when expired.
+      CREATE TABLE oidc_flows (
+        id_hash bytea PRIMARY KEY CHECK (octet_length(id_hash) = 32),
+        data bytea NOT NULL,
+        expires_at bigint NOT NULL
+      );
+      CREATE INDEX oidc_flows_by_expiry ON oidc_flows (expires_at);
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every clubhouse process on a database.

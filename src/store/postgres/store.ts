@@ -4,6 +4,7 @@
 // (sql/rows.ts reads them).
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
+import { sqlFlowStore } from '../sql/flows.ts';
 import { sqlGroupSyncStore } from '../sql/group-sync.ts';
 import { GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
 import { sqlSessionStore } from '../sql/sessions.ts';
@@ -44,6 +45,7 @@ export async function openPostgresStores(
     groupSync: sqlGroupSyncStore(driver),
     sessions: sqlSessionStore(driver),
     throttle: sqlThrottleStore(driver),
+    flows: sqlFlowStore(driver),
     secretKey: () => driver.run(secretKey(randomBytes(32))),
     ping: async () => {
       await query(pool, 'SELECT 1');

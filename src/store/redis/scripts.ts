@@ -11,6 +11,7 @@
 //   P known-clients:<username>      sorted set: client IP → expires_at, PEXPIRE to the latest expiry
 //   P throttle-pending:<key>        hash: guess id → "expires_at|fingerprint", guesses in flight,
 //                                   PEXPIRE to the latest expiry
+//   P oidc-flow:<sha256 hex>        string: a sign-in in progress (flows.ts), PEXPIRE to its expiry
 //
 // Writes touching several keys are these scripts, each atomic: a session and the two sorted sets
 // that index it never disagree, and a guess's admission is checked and added in one step, whatever
@@ -29,6 +30,7 @@ export function keys(prefix: string) {
     throttle: (key: string) => `${prefix}throttle:${key}`,
     pending: (key: string) => `${prefix}throttle-pending:${key}`,
     knownClients: (username: string) => `${prefix}known-clients:${username}`,
+    flow: (idHex: string) => `${prefix}oidc-flow:${idHex}`,
   };
 }
 

@@ -1,10 +1,11 @@
-// Sessions and throttle counters in Redis (SESSION_STORE=redis://…, rediss://, redis-sentinel://);
+// Sessions, throttle counters and sign-ins in progress in Redis (SESSION_STORE=redis://…, rediss://, redis-sentinel://);
 // groups, users and the secret key stay in the database (store/open.ts combines the two). The key layout
 // and the Lua scripts are scripts.ts's; the client and its failures, driver.ts's.
 import type { Redis } from 'ioredis';
 import type { RedisTarget } from '../options.ts';
-import type { SessionStore, ThrottleStore } from '../types.ts';
+import type { FlowStore, SessionStore, ThrottleStore } from '../types.ts';
 import { connectRedis, mapped } from './driver.ts';
+import { redisFlowStore } from './flows.ts';
 import { defineScripts, keys } from './scripts.ts';
 import { redisSessionStore } from './sessions.ts';
 import { redisThrottleStore } from './throttle.ts';
@@ -12,6 +13,7 @@ import { redisThrottleStore } from './throttle.ts';
 export interface RedisStores {
   readonly sessions: SessionStore;
   readonly throttle: ThrottleStore;
+  readonly flows: FlowStore;
   readonly client: Redis;
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -33,6 +35,7 @@ export async function openRedisStores(target: RedisTarget, options: RedisStoreOp
     client,
     sessions: redisSessionStore(client, k, run),
     throttle: redisThrottleStore(client, k, run),
+    flows: redisFlowStore(client, k),
     ping: async () => {
       await mapped(client.ping());
     },

@@ -166,6 +166,21 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     name: 'groups from the directory',
     sql: groupSyncMigration({ text: 'TEXT', bigint: 'INTEGER', tableOptions: ' WITHOUT ROWID, STRICT' }),
   },
+  {
+    version: 8,
+    name: 'sign-ins at an identity provider in progress',
+    sql: `
+      -- contract §10: one row per sign-in started at an identity provider, under the SHA-256 of the
+      -- handle its state cookie holds; data is sealed with a key only that handle gives (state,
+      -- nonce, PKCE verifier, provider, next). Taken once (DELETE … RETURNING), purged when expired.
+      CREATE TABLE oidc_flows (
+        id_hash BLOB PRIMARY KEY CHECK (length(id_hash) = 32),
+        data BLOB NOT NULL,
+        expires_at INTEGER NOT NULL
+      ) WITHOUT ROWID, STRICT;
+      CREATE INDEX oidc_flows_by_expiry ON oidc_flows (expires_at);
+    `,
+  },
 ];
 
 /** Applies pending migrations; safe when several processes start at once. Returns the versions applied. */

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DatabaseSync } from 'node:sqlite';
 import type { GroupJson } from '../group-types.ts';
+import { sqlFlowStore } from '../sql/flows.ts';
 import { sqlGroupSyncStore } from '../sql/group-sync.ts';
 import { GROUP_QUERIES as SHARED_GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
 import { sqlThrottleStore } from '../sql/throttle.ts';
@@ -61,6 +62,7 @@ export function openSqliteStores(
     groupSync: sqlGroupSyncStore(driver),
     sessions: cachedSqliteSessions(db, call, watch),
     throttle: sqlThrottleStore(driver),
+    flows: sqlFlowStore(driver),
     atOnce: (work) => watch.once(work),
     secretKey: () => driver.run(secretKey(randomBytes(32))),
     ping: () =>
