@@ -7,14 +7,14 @@ import type { LdapSettings } from '../backends/ldap/authenticator.ts';
 import type { OidcSettings } from '../backends/oidc/settings.ts';
 import type { EdgeOptions } from '../http/edge.ts';
 import type { StoreOptions } from '../store/options.ts';
+import { readAuthConfig } from './auth-config.ts';
 import {
   type ConfiguredBackend,
   type ConfiguredImap,
   imapSettings,
   ldapSettings,
   type Refuse,
-  readAuthConfig,
-} from './auth-config.ts';
+} from './backend-settings.ts';
 import { ConfigError } from './error.ts';
 import { type GroupSyncConfig, groupSyncSettings } from './group-sync-config.ts';
 import { type LogLevel, SETTINGS, type UsernameCase } from './settings.ts';

@@ -4,12 +4,9 @@ import type { FastifySchema } from 'fastify';
 import { PASSWORD_MAX_LENGTH } from '../auth/credentials.ts';
 import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from '../store/limits.ts';
 import { API_ERROR_TEMPLATES, API_ERRORS } from './api-errors.ts';
-
-const detail = (example: string) => ({
-  type: 'object',
-  properties: { detail: { type: 'string', examples: [example] } },
-  required: ['detail'],
-});
+import { cookieAuth, detail, notAuthenticated, unavailable } from './schemas-common.ts';
+import { OIDC_SCHEMAS } from './schemas-oidc.ts';
+import { SESSION_SCHEMAS } from './schemas-sessions.ts';
 
 const username = {
   type: 'string',
@@ -48,63 +45,9 @@ const groupDetail = {
   required: [...group.required, 'member_status'],
 };
 
-const nullable = (description: string, example: string) => ({
-  type: ['string', 'null'],
-  description,
-  examples: [example],
-});
-
-// contract §9: one session as the caller sees it; ip and user_agent are null for sessions started
-// before they were recorded.
-const sessionView = {
-  type: 'object',
-  properties: {
-    id: {
-      type: 'string',
-      minLength: 16,
-      description: 'Opaque handle; the session id cannot be derived from it.',
-    },
-    created: { type: 'string', format: 'date-time', examples: ['2026-11-22T10:00:00Z'] },
-    last_seen: {
-      type: 'string',
-      format: 'date-time',
-      description: 'Accurate to 10 minutes.',
-      examples: ['2026-11-22T11:40:00Z'],
-    },
-    ip: nullable("The login request's client address.", '192.0.2.10'),
-    user_agent: nullable("The login request's User-Agent, cut at 256 characters.", 'Mozilla/5.0 …'),
-    current: { type: 'boolean', description: 'The session of this request.' },
-  },
-  required: ['id', 'created', 'last_seen', 'ip', 'user_agent', 'current'],
-  additionalProperties: false,
-} as const;
-
-const unavailable = {
-  description: 'A store cannot be reached (Retry-After says when to try again).',
-  ...detail(API_ERRORS.UNAVAILABLE.detail),
-};
-const notAuthenticated = {
-  description: 'No valid session.',
-  ...detail(API_ERRORS.NOT_AUTHENTICATED.detail),
-};
-const cookieAuth = [{ sessionCookie: [] }];
-
-// contract §10: the provider's name as AUTH_CONFIG gives it.
-const providerName = {
-  type: 'object',
-  properties: {
-    name: { type: 'string', description: 'The provider, as AUTH_CONFIG names it.', examples: ['school'] },
-  },
-  required: ['name'],
-};
-
-const redirect = (description: string) => ({
-  description,
-  headers: { location: { schema: { type: 'string' } } },
-  type: 'null',
-});
-
 export const SCHEMAS = {
+  ...SESSION_SCHEMAS,
+  ...OIDC_SCHEMAS,
   check: {
     summary: 'Is this session logged in?',
     tags: ['auth'],
@@ -164,51 +107,6 @@ export const SCHEMAS = {
       503: unavailable,
     },
   },
-  sessionList: {
-    summary: "The caller's live sessions, newest first (contract §9).",
-    tags: ['sessions'],
-    security: cookieAuth,
-    response: {
-      200: { description: 'The sessions.', type: 'array', items: sessionView },
-      403: notAuthenticated,
-      503: unavailable,
-    },
-  },
-  sessionDelete: {
-    summary: "End one of the caller's sessions (the current one also clears the cookie, as logout).",
-    tags: ['sessions'],
-    security: cookieAuth,
-    params: {
-      type: 'object',
-      properties: { id: { type: 'string', description: "The session's id from the list (opaque)." } },
-      required: ['id'],
-    },
-    response: {
-      204: { description: 'Ended; no body.', type: 'null' },
-      403: {
-        description: 'No valid session, or a CSRF refusal.',
-        ...detail(API_ERRORS.NOT_AUTHENTICATED.detail),
-      },
-      404: {
-        description: "Not one of the caller's live sessions.",
-        ...detail(API_ERRORS.NOT_FOUND.detail),
-      },
-      503: unavailable,
-    },
-  },
-  logoutEverywhere: {
-    summary: 'End every session of the caller, this one included; answered like logout.',
-    tags: ['sessions'],
-    security: cookieAuth,
-    response: {
-      200: { description: 'Logged out everywhere.', type: 'string', enum: [''] },
-      403: {
-        description: 'No valid session, or a CSRF refusal.',
-        ...detail(API_ERRORS.NOT_AUTHENTICATED.detail),
-      },
-      503: unavailable,
-    },
-  },
   groupList: {
     summary: "The caller's groups: those where they are a member or an administrator, by id.",
     tags: ['groups'],
@@ -240,78 +138,6 @@ export const SCHEMAS = {
       503: unavailable,
     },
   },
-  providers: {
-    summary: 'The identity providers people can sign in at (contract §10); [] when none is configured.',
-    tags: ['auth'],
-    response: {
-      200: {
-        description:
-          'One button each. X-Password-Login says whether POST /api/auth/login has a password backend to ask.',
-        headers: {
-          'x-password-login': { schema: { type: 'string', enum: ['true', 'false'] } },
-        },
-        type: 'array',
-        items: {
-          type: 'object',
-          properties: {
-            name: { type: 'string', examples: ['school'] },
-            label: { type: 'string', examples: ['Sign in with School'] },
-          },
-          required: ['name', 'label'],
-          additionalProperties: false,
-        },
-      },
-    },
-  },
-  oidcStart: {
-    summary: 'Start signing in at an identity provider: a redirect to its authorization endpoint.',
-    description:
-      'Sets the short-lived state cookie oidc_flow (HttpOnly, Path=/api/auth/oidc/, 10 minutes) naming this sign-in; state, nonce and a PKCE S256 challenge go to the provider. If the provider cannot be reached, redirects to /?signin=failed.',
-    tags: ['auth'],
-    params: providerName,
-    querystring: {
-      type: 'object',
-      properties: {
-        next: {
-          type: 'string',
-          description: 'Where to go once signed in: a local path (anything else is /).',
-          examples: ['/group/7'],
-        },
-      },
-    },
-    response: {
-      302: redirect('To the provider (or to /?signin=failed).'),
-      404: { description: 'No provider of that name.', ...detail(API_ERRORS.NOT_FOUND.detail) },
-      503: unavailable,
-    },
-  },
-  oidcCallback: {
-    summary:
-      'Where the identity provider sends the browser back: the session starts, as after a password login.',
-    description:
-      "The state must be the one of the browser's oidc_flow cookie (once only), the iss parameter this provider's (RFC 9207), the code is exchanged with client authentication and the PKCE verifier, and the ID token verified. Success: csrftoken and sessionid set, a redirect to next. Any failure: a redirect to /?signin=failed and no session.",
-    tags: ['auth'],
-    params: providerName,
-    querystring: {
-      type: 'object',
-      properties: {
-        code: { type: 'string' },
-        state: { type: 'string' },
-        iss: { type: 'string' },
-        error: { type: 'string' },
-        error_description: { type: 'string' },
-      },
-    },
-    response: {
-      302: redirect('To next (signed in), or to /?signin=failed.'),
-      404: { description: 'No provider of that name.', ...detail(API_ERRORS.NOT_FOUND.detail) },
-      503: unavailable,
-    },
-  },
-  schema: { hide: true },
-  options: { hide: true },
-  // The route of every method an endpoint refuses (405): not part of the API's description.
-  methodNotAllowed: { hide: true },
 } as const satisfies Record<string, FastifySchema & { hide?: boolean }>;
 
 /** The OpenAPI document's frame: @fastify/swagger fills in the paths from the route schemas. */
