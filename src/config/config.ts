@@ -116,7 +116,7 @@ function envRefuse(prefix: 'IMAP' | 'LDAP'): Refuse {
   };
 }
 
-/** The IMAP server of the IMAP_* settings (contract §5); its rules are auth-config.ts's. */
+/** The IMAP server of the IMAP_* settings (contract §5); its rules are backend-settings.ts's. */
 function imapFromEnvironment(s: CleanedSettings): ConfiguredImap {
   return imapSettings(
     {
