@@ -38,7 +38,7 @@ export interface Config extends StoreSettings {
   readonly imap: ConfiguredImap;
   /**
    * The backends asked, in order (contract §8); from AUTH_BACKENDS or the AUTH_CONFIG file. Serving
-   * takes them through servingBackends (auth-config.ts), which requires every IMAP host.
+   * takes them through servingBackends (backend-settings.ts), which requires every IMAP host.
    */
   readonly auth: {
     readonly backends: readonly ConfiguredBackend[];
