@@ -4,10 +4,8 @@
 // both; the result is the reader's own option type (backends/ldap/groups-reader.ts).
 import type { LdapSettings } from '../backends/ldap/authenticator.ts';
 import type { GroupDirectorySettings } from '../backends/ldap/groups-reader.ts';
+import type { Refuse } from './backend-settings.ts';
 import { DEFAULT_GROUP_FILTER } from './settings-group-sync.ts';
-
-/** Throws the ConfigError naming `field` as the operator wrote it (backend-settings.ts's Refuse). */
-type Refuse = (field: string, message: string) => never;
 
 /** The `groups` fields before defaults (the environment's LDAP_GROUP_* or AUTH_CONFIG's object). */
 export interface RawGroupSync {
