@@ -1,21 +1,24 @@
 // Reads the directory's groups for the group sync (contract §11), as plain records: through the same
-// guarded connection as a login (connection.ts: our TLS or StartTLS, the frame guard under ldapts,
-// one deadline), bound as the service account (§8), with paged searches only (RFC 2696), and never
-// writing. What clubhouse makes of the records (usernames canonicalised, the plan, the transaction)
-// is the domain's (groups/sync.ts); a value that cannot be read back to a username is skipped here
-// and reported, never a crash.
+// guarded connections as a login (connection.ts: our TLS or StartTLS, the frame guard, one deadline),
+// bound as the service account (§8), with paged searches only (RFC 2696), and never writing. What
+// clubhouse makes of the records (usernames canonicalised, the plan, the transaction) is the
+// domain's (groups/sync.ts); a value that cannot be read back to a username is skipped here and
+// reported, never a crash.
 //
-// Member DNs (member, uniqueMember, owner) are resolved by one paged search of the user base
-// (LDAP_BASE_DN) for every entry with the username attribute, answered into a map by DN as dn.ts
-// compares names: one round trip per page of users, where one search per member DN would be 100 000
-// round trips for 100 000 memberships. A DN outside the user base, or not found there, is skipped.
-import type { Client, Entry } from 'ldapts';
+// Two connections, so that the directory works on one search while we read the other's answers:
+// the groups on the first; on the second the classroom search, then (once a group names a member
+// by DN) the user base, whose entries read member DNs back to usernames (member-dns.ts). OpenLDAP
+// keeps one paged search per connection (paged-search.ts), hence two connections, not two searches
+// on one. The entries are read by our own search (paged-search.ts), not by ldapts.
 import type { LoginFailure } from '../authenticator.ts';
 import { backendTls } from '../tls.ts';
 import { bindServiceAccount, type LdapSettings } from './authenticator.ts';
-import { withLdapConnection } from './connection.ts';
-import { dnKey, isUnderBase, parseDn } from './dn.ts';
+import { type LdapConnection, withLdapConnections } from './connection.ts';
+import { parseDn } from './dn.ts';
 import { outOfProtocol } from './errors.ts';
+import { type GroupEntry, readGroupEntry } from './group-entries.ts';
+import { memberDns, underBase } from './member-dns.ts';
+import { type PagedSearch, pagedSearch } from './paged-search.ts';
 
 /** How the sync finds and reads the groups (contract §11), besides the directory and its account. */
 export interface GroupDirectorySettings {
@@ -72,229 +75,118 @@ type DirectoryRead =
 /** A group entry's answer can hold thousands of member DNs: far more than a login's answers. */
 const MAX_GROUP_MESSAGE_BYTES = 16 * 1024 * 1024;
 
-/** Attribute values by lower-case type: ldapts keys them as the server spelled the type. */
-function attributes(entry: Entry): Map<string, (string | Buffer)[]> {
-  const out = new Map<string, (string | Buffer)[]>();
-  for (const [type, value] of Object.entries(entry)) {
-    if (type === 'dn') continue;
-    out.set(type.toLowerCase(), Array.isArray(value) ? value : [value]);
-  }
-  return out;
-}
-
-const text = (value: string | Buffer | undefined): string =>
-  value === undefined ? '' : typeof value === 'string' ? value : value.toString('utf8');
-
-/** Active Directory's objectGUID: 16 bytes, the first three fields little-endian in its text form. */
-function guidText(bytes: Buffer): string | null {
-  if (bytes.length !== 16) return null;
-  const hex = (from: number, to: number, reverse: boolean) => {
-    const part = Buffer.from(bytes.subarray(from, to));
-    return (reverse ? part.reverse() : part).toString('hex');
-  };
-  return [hex(0, 4, true), hex(4, 6, true), hex(6, 8, true), hex(8, 10, false), hex(10, 16, false)].join('-');
-}
-
-/** The entry's identity as text, or null when it has none we can read. */
-function externalIdOf(values: (string | Buffer)[] | undefined, binary: boolean): string | null {
-  const value = values?.[0];
-  if (value === undefined) return null;
-  if (binary) return Buffer.isBuffer(value) ? guidText(value) : null;
-  const id = text(value).trim().toLowerCase();
-  return id === '' ? null : id;
-}
-
-/** RFC 4517 §3.3.21: uniqueMember is a DN with an optional `#'0101'B` unique identifier. */
-const stripUid = (value: string) => value.replace(/#'[01]*'B$/, '');
-
-/** Every entry of a paged search (RFC 2696), page by page; references are not followed. */
-async function* pagedEntries(
-  client: Client,
-  base: string,
-  filter: string,
-  attributesAsked: string[],
+/** The read itself, on two bound connections (see the header). */
+async function readGroups(
+  [groups, second]: readonly LdapConnection[],
   settings: GroupDirectorySettings,
-  binary: readonly string[] = [],
-): AsyncGenerator<Entry> {
-  const pages = client.searchPaginated(base, {
-    scope: 'sub',
-    filter,
-    attributes: attributesAsked,
-    explicitBufferAttributes: [...binary],
-    paged: { pageSize: settings.pageSize },
-  });
-  for await (const page of pages) yield* page.searchEntries;
-}
-
-/** Fails the read when the directory answers an entry outside the base it was asked about. */
-function underBase(dn: string, base: ReturnType<typeof parseDn>, what: string) {
-  const parsed = parseDn(dn);
-  if (parsed === null) throw outOfProtocol(`an entry's DN does not parse: ${dn}`);
-  if (base === null || !isUnderBase(parsed, base)) throw outOfProtocol(`an entry outside ${what}: ${dn}`);
-  return parsed;
-}
-
-/** The read itself, on a bound connection. */
-async function readGroups(client: Client, settings: GroupDirectorySettings): Promise<DirectoryRead> {
-  await bindServiceAccount(client, settings.ldap);
+): Promise<DirectoryRead> {
+  if (groups === undefined || second === undefined) throw new Error('two connections expected');
+  await Promise.all([groups, second].map(({ client }) => bindServiceAccount(client, settings.ldap)));
   const groupBase = parseDn(settings.groupBaseDn);
   const userBase = parseDn(settings.ldap.baseDn ?? '');
   if (groupBase === null) throw outOfProtocol('LDAP_GROUP_BASE_DN is not a DN');
   if (userBase === null) throw outOfProtocol('LDAP_BASE_DN is not a DN');
-  const idType = settings.idAttribute.toLowerCase();
-  const binaryId = idType === 'objectguid';
-  const binary = binaryId ? [settings.idAttribute] : [];
-  const usernameType = settings.usernameAttribute.toLowerCase();
   const named = (name: string | null) => (name === null ? null : name.toLowerCase());
-  const shortType = named(settings.shortDescriptionAttribute);
-  const activitiesType = named(settings.activitiesAttribute);
+  const types = {
+    id: settings.idAttribute.toLowerCase(),
+    shortDescription: named(settings.shortDescriptionAttribute),
+    activities: named(settings.activitiesAttribute),
+  };
+  const binary = new Set(types.id === 'objectguid' ? [types.id] : []);
+  const search = (base: string, filter: string, attributes: readonly string[]): PagedSearch => ({
+    base,
+    filter,
+    attributes,
+    binary,
+    pageSize: settings.pageSize,
+  });
   const skipped: DirectorySkip[] = [];
-  let entries = 0;
+  const entries: GroupEntry[] = [];
+  const classrooms = new Set<string>();
+  const people = memberDns(userBase, settings.usernameAttribute.toLowerCase(), settings.usernameAttribute);
+  let read = 0;
 
-  interface Raw {
-    readonly externalId: string;
-    readonly dn: string;
-    readonly values: Map<string, (string | Buffer)[]>;
-  }
-  const raws: Raw[] = [];
   const asked = ['cn', 'description', settings.idAttribute, 'member', 'uniqueMember', 'memberUid', 'owner'];
   if (settings.shortDescriptionAttribute !== null) asked.push(settings.shortDescriptionAttribute);
   if (settings.activitiesAttribute !== null) asked.push(settings.activitiesAttribute);
-  for await (const entry of pagedEntries(
-    client,
-    settings.groupBaseDn,
-    settings.groupFilter,
-    asked,
-    settings,
-    binary,
-  )) {
-    entries++;
-    underBase(entry.dn, groupBase, 'LDAP_GROUP_BASE_DN');
-    const values = attributes(entry);
-    const externalId = externalIdOf(values.get(idType), binaryId);
-    if (externalId === null) {
-      skipped.push({ entry: entry.dn, value: null, reason: `no readable ${settings.idAttribute}` });
-      continue;
-    }
-    // Active Directory hands out at most 1500 values of a big group's member at once (range
-    // retrieval): a partial list would remove the others, so the group is left as it is.
-    if ([...values.keys()].some((type) => /^(member|uniquemember);range=/.test(type))) {
-      skipped.push({
-        entry: entry.dn,
-        value: null,
-        reason: 'its member list comes in ranges (more values than the directory returns at once)',
-      });
-      continue;
-    }
-    raws.push({ externalId, dn: entry.dn, values });
-  }
-
-  // contract §11: classrooms are the entries matching both filters, evaluated by the directory.
-  const classrooms = new Set<string>();
-  if (settings.classroomFilter !== null) {
-    for await (const entry of pagedEntries(
-      client,
-      settings.groupBaseDn,
-      `(&${settings.groupFilter}${settings.classroomFilter})`,
-      [settings.idAttribute],
-      settings,
-      binary,
-    )) {
-      entries++;
+  await new Promise<void>((resolve, reject) => {
+    // contract §11: classrooms are the entries matching both filters, evaluated by the directory.
+    let onSecond =
+      settings.classroomFilter === null
+        ? Promise.resolve()
+        : pagedSearch(
+            second.guard,
+            search(settings.groupBaseDn, `(&${settings.groupFilter}${settings.classroomFilter})`, [
+              settings.idAttribute,
+            ]),
+            (entry) => {
+              read++;
+              underBase(entry.dn, groupBase, 'LDAP_GROUP_BASE_DN');
+              const group = readGroupEntry(entry, types, settings.idAttribute);
+              if ('externalId' in group) classrooms.add(group.externalId);
+            },
+          );
+    onSecond.catch(reject);
+    let usersAsked = false;
+    const readUsers = () => {
+      usersAsked = true;
+      onSecond = onSecond.then(() =>
+        pagedSearch(
+          second.guard,
+          search(settings.ldap.baseDn ?? '', `(${settings.usernameAttribute}=*)`, [
+            settings.usernameAttribute,
+          ]),
+          (entry) => {
+            read++;
+            people.add(entry);
+          },
+        ),
+      );
+      onSecond.catch(reject);
+    };
+    pagedSearch(groups.guard, search(settings.groupBaseDn, settings.groupFilter, asked), (entry) => {
+      read++;
       underBase(entry.dn, groupBase, 'LDAP_GROUP_BASE_DN');
-      const id = externalIdOf(attributes(entry).get(idType), binaryId);
-      if (id !== null) classrooms.add(id);
-    }
-  }
+      const group = readGroupEntry(entry, types, settings.idAttribute);
+      if (!('externalId' in group))
+        return skipped.push({ entry: entry.dn, value: null, reason: group.reason });
+      entries.push(group);
+      if (!usersAsked && (group.memberDns.length > 0 || group.ownerDns.length > 0)) readUsers();
+    }).then(() => onSecond.then(resolve), reject);
+  });
 
-  // Every DN a group names, resolved at once by reading the user base (see the header). A DN is
-  // parsed once however many groups name it (100 000 memberships are a few thousand people): its
-  // key under the user base, or why it has none.
-  const dnLookups = new Map<string, { readonly key: string } | { readonly skip: string }>();
-  const lookup = (dn: string) => {
-    let found = dnLookups.get(dn);
-    if (found === undefined) {
-      const parsed = parseDn(dn);
-      if (parsed === null) found = { skip: 'not a DN' };
-      else if (!isUnderBase(parsed, userBase)) found = { skip: 'outside the user base (LDAP_BASE_DN)' };
-      else found = { key: dnKey(parsed) };
-      dnLookups.set(dn, found);
+  const usernames = (group: GroupEntry, dns: readonly string[]) => {
+    const out: string[] = [];
+    for (const dn of dns) {
+      const found = people.resolve(dn);
+      if (typeof found === 'string') out.push(found);
+      else skipped.push({ entry: group.dn, value: dn, reason: found.skip });
     }
-    return found;
+    return out;
   };
-  const wanted = new Map<string, string | null>();
-  const dnValues = (values: Map<string, (string | Buffer)[]>, types: string[]) =>
-    types.flatMap((type) => (values.get(type) ?? []).map((value) => stripUid(text(value))));
-  for (const raw of raws) {
-    for (const dn of dnValues(raw.values, ['member', 'uniquemember', 'owner'])) {
-      const found = lookup(dn);
-      if ('key' in found) wanted.set(found.key, null);
-    }
-  }
-  if (wanted.size > 0) {
-    for await (const entry of pagedEntries(
-      client,
-      settings.ldap.baseDn ?? '',
-      `(${settings.usernameAttribute}=*)`,
-      [settings.usernameAttribute],
-      settings,
-    )) {
-      entries++;
-      const key = dnKey(underBase(entry.dn, userBase, 'LDAP_BASE_DN'));
-      if (!wanted.has(key)) continue;
-      const username = text(attributes(entry).get(usernameType)?.[0]);
-      if (username !== '') wanted.set(key, username);
-    }
-  }
-  const resolve = (groupDn: string, dn: string): string | null => {
-    const found = lookup(dn);
-    if ('skip' in found) {
-      skipped.push({ entry: groupDn, value: dn, reason: found.skip });
-      return null;
-    }
-    const username = wanted.get(found.key) ?? null;
-    if (username === null)
-      skipped.push({
-        entry: groupDn,
-        value: dn,
-        reason: `no entry with ${settings.usernameAttribute} under the user base`,
-      });
-    return username;
-  };
-
-  const groups = raws.map(({ externalId, dn, values }): DirectoryGroupRecord => {
-    const first = (type: string | null) => (type === null ? '' : text(values.get(type)?.[0]));
-    const members: string[] = [];
-    for (const value of dnValues(values, ['member', 'uniquemember'])) {
-      const username = resolve(dn, value);
-      if (username !== null) members.push(username);
-    }
-    for (const value of values.get('memberuid') ?? []) members.push(text(value));
-    const owners: string[] = [];
-    for (const value of dnValues(values, ['owner'])) {
-      const username = resolve(dn, value);
-      if (username !== null) owners.push(username);
-    }
+  const records = entries.map((group): DirectoryGroupRecord => {
+    const members = usernames(group, group.memberDns);
+    for (const uid of group.memberUids) members.push(uid);
     return {
-      externalId,
-      dn,
-      name: first('cn'),
-      description: first('description'),
-      shortDescription: first(shortType),
-      activities: first(activitiesType),
-      classroom: classrooms.has(externalId),
+      externalId: group.externalId,
+      dn: group.dn,
+      name: group.name,
+      description: group.description,
+      shortDescription: group.shortDescription,
+      activities: group.activities,
+      classroom: classrooms.has(group.externalId),
       members,
-      owners,
+      owners: usernames(group, group.ownerDns),
     };
   });
-  return { ok: true, groups, skipped, entries };
+  return { ok: true, groups: records, skipped, entries: read };
 }
 
 /** The directory's groups, read on demand (the TLS options built once). */
 export interface GroupDirectory {
   /**
    * Reads every group under the group base that matches the filter, with its members and owners as
-   * usernames, in one connection within one deadline; a failure anywhere is the whole read's.
+   * usernames, within one deadline; a failure anywhere is the whole read's.
    */
   read(): Promise<DirectoryRead>;
 }
@@ -309,10 +201,11 @@ export function groupDirectory(settings: GroupDirectorySettings): GroupDirectory
   };
   return {
     read: () =>
-      withLdapConnection<DirectoryRead>(
+      withLdapConnections<DirectoryRead>(
         endpoint,
         tls,
-        (client) => readGroups(client, settings),
+        2,
+        (connections) => readGroups(connections, settings),
         (failure, reason) => ({ ok: false, failure, reason }),
       ),
   };
