@@ -1,5 +1,7 @@
 // One run of the group sync (contract §11): take the lease, read the directory, plan against the
-// store's state and write, in one transaction, or print what would be written (a dry run). The CLI
+// store's state and write, in one transaction, or print what would be written (a dry run). A run
+// whose directory and options are the last writing run's, on a store unchanged since, replays that
+// run's outcome instead of planning (sync-shortcut.ts). The CLI
 // (`clubhouse sync groups`) and the service's interval (sync-schedule.ts) both run this, and contend
 // for the same lease, so two runs never overlap, whichever instance or process starts them.
 import { randomBytes } from 'node:crypto';
@@ -7,7 +9,10 @@ import { hostname } from 'node:os';
 import type { UsernameCase } from '../auth/username.ts';
 import type { GroupDirectory } from '../backends/ldap/groups-reader.ts';
 import type { GroupSyncStore, LeaseHolder } from '../store/group-sync-types.ts';
-import { countsText, planGroupSync, prepareDirectory, type SyncPlan } from './sync.ts';
+import { planGroupSync, type SyncPlan } from './sync.ts';
+import { countsText } from './sync-lines.ts';
+import { type PreparedDirectory, prepareDirectory } from './sync-prepare.ts';
+import { runDigest, syncShortcut } from './sync-shortcut.ts';
 
 /** The lease's name in the store (one row: one sync at a time per database). */
 const LEASE_NAME = 'group-sync';
@@ -28,7 +33,14 @@ export interface GroupSyncOptions {
 }
 
 export type GroupSyncOutcome =
-  | { readonly ok: true; readonly plan: SyncPlan; readonly dryRun: boolean; readonly seconds: number }
+  | {
+      readonly ok: true;
+      readonly plan: SyncPlan;
+      readonly dryRun: boolean;
+      /** The plan was replayed from the last writing run's mark (sync-shortcut.ts), not planned. */
+      readonly replayed: boolean;
+      readonly seconds: number;
+    }
   | {
       readonly ok: false;
       /** `busy`: another run holds the lease (not a failure of this one); else where it failed. */
@@ -43,6 +55,9 @@ function holderName(): string {
 }
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** The directory's answers cannot be made into records (an entry outside its base, a malformed one). */
+class DirectoryRefused extends Error {}
 
 /**
  * One sync run; never throws for the directory or the store: a failure anywhere is an outcome, and
@@ -87,18 +102,40 @@ export async function runGroupSync(
     const read = await deps.directory.read();
     if (!read.ok)
       return { ok: false, stage: 'directory', reason: `${read.failure}: ${read.reason}`, seconds: seconds() };
-    const prepared = prepareDirectory(read.groups, read.skipped, deps.usernameCase);
+    // The records are made, and prepared, only for a run that plans: before the store's
+    // transaction, unless the last writing run's mark answers this one (asked again inside it).
+    let prepared: PreparedDirectory | undefined;
+    const prepare = () => {
+      if (prepared !== undefined) return prepared;
+      const records = read.records();
+      if (!records.ok) throw new DirectoryRefused(`${records.failure}: ${records.reason}`);
+      prepared = prepareDirectory(records.groups, records.skipped, deps.usernameCase);
+      return prepared;
+    };
+    const digest = runDigest(read.digest, {
+      usernameCase: deps.usernameCase,
+      keepRemoved: options.keepRemoved,
+    });
+    let replayed = false;
     let plan: SyncPlan;
     try {
+      if (!(await deps.store.replayable(digest))) prepare();
       plan = await deps.store.apply(
-        prepared.usernames,
-        (state) => planGroupSync(prepared, state, { keepRemoved: options.keepRemoved }),
-        { write: !options.dryRun, lease },
+        () => prepare().usernames,
+        (state) => planGroupSync(prepare(), state, { keepRemoved: options.keepRemoved }),
+        {
+          write: !options.dryRun,
+          lease,
+          shortcut: syncShortcut(digest, () => {
+            replayed = true;
+          }),
+        },
       );
     } catch (err) {
-      return { ok: false, stage: 'store', reason: messageOf(err), seconds: seconds() };
+      const stage = err instanceof DirectoryRefused ? 'directory' : 'store';
+      return { ok: false, stage, reason: messageOf(err), seconds: seconds() };
     }
-    return { ok: true, plan, dryRun: options.dryRun, seconds: seconds() };
+    return { ok: true, plan, dryRun: options.dryRun, replayed, seconds: seconds() };
   } finally {
     if (renewal !== null) clearInterval(renewal);
     if (lease !== null) await deps.store.releaseLease(lease).catch(() => undefined);
@@ -113,7 +150,15 @@ export function syncOutcomeLog(
   if (outcome.ok) {
     return {
       level: 'info',
-      fields: { groupSync: { by, dryRun: outcome.dryRun, seconds: outcome.seconds, ...outcome.plan.counts } },
+      fields: {
+        groupSync: {
+          by,
+          dryRun: outcome.dryRun,
+          replayed: outcome.replayed,
+          seconds: outcome.seconds,
+          ...outcome.plan.counts,
+        },
+      },
       message: `group sync ${outcome.dryRun ? 'dry run ' : ''}done: ${countsText(outcome.plan.counts)}`,
     };
   }

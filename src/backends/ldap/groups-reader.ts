@@ -1,79 +1,74 @@
-// Reads the directory's groups for the group sync (contract §11), as plain records: through the same
-// guarded connections as a login (connection.ts: our TLS or StartTLS, the frame guard, one deadline),
-// bound as the service account (§8), with paged searches only (RFC 2696), and never writing. What
+// Reads the directory's groups for the group sync (contract §11): through the same guarded
+// connections as a login (connection.ts: our TLS or StartTLS, the frame guard, one deadline), bound
+// as the service account (§8), with paged searches only (RFC 2696), and never writing. What
 // clubhouse makes of the records (usernames canonicalised, the plan, the transaction) is the
-// domain's (groups/sync.ts); a value that cannot be read back to a username is skipped here and
+// domain's (groups/sync.ts); a value that cannot be read back to a username is skipped and
 // reported, never a crash.
 //
-// Two connections, so that the directory works on one search while we read the other's answers:
+// Two connections, so that the directory works on one search while we take the other's answers:
 // the groups on the first; on the second the classroom search, then (once a group names a member
-// by DN) the user base, whose entries read member DNs back to usernames (member-dns.ts). OpenLDAP
-// keeps one paged search per connection (paged-search.ts), hence two connections, not two searches
-// on one. The entries are read by our own search (paged-search.ts), not by ldapts.
+// by DN) the user base, whose entries read member DNs back to usernames. OpenLDAP keeps one paged
+// search per connection (paged-search.ts), hence two connections, not two searches on one.
+//
+// The read keeps the entries as answered, with a digest of them; the records are made of them on
+// demand (group-records.ts). A run whose digest is the one the last writing run recorded needs no
+// records at all (groups/sync-shortcut.ts): the same answers make the same records.
+import { createHash, type Hash } from 'node:crypto';
 import type { LoginFailure } from '../authenticator.ts';
 import { backendTls } from '../tls.ts';
 import { bindServiceAccount, type LdapSettings } from './authenticator.ts';
+import type { Element } from './ber.ts';
 import { type LdapConnection, withLdapConnections } from './connection.ts';
-import { parseDn } from './dn.ts';
-import { outOfProtocol } from './errors.ts';
-import { type GroupEntry, readGroupEntry } from './group-entries.ts';
-import { memberDns, underBase } from './member-dns.ts';
+import {
+  type AnsweredEntry,
+  type DirectoryRecords,
+  groupRecords,
+  type RecordSettings,
+} from './group-records.ts';
 import { type PagedSearch, pagedSearch } from './paged-search.ts';
+import { readSearchEntry } from './search-ber.ts';
 
 /** How the sync finds and reads the groups (contract §11), besides the directory and its account. */
-export interface GroupDirectorySettings {
+export interface GroupDirectorySettings extends RecordSettings {
   /** The directory, TLS and the service account (§8); `baseDn` is the user base member DNs are under. */
   readonly ldap: Pick<LdapSettings, 'url' | 'security' | 'caFile' | 'bindDn' | 'bindPassword' | 'baseDn'>;
-  readonly groupBaseDn: string;
   readonly groupFilter: string;
   /** Entries matching both filters are classrooms (type 1); null: none is. */
   readonly classroomFilter: string | null;
-  readonly usernameAttribute: string;
   /** The directory's identity of an entry: `entryUUID` (operational, asked for by name) or `objectGUID`. */
   readonly idAttribute: string;
-  readonly shortDescriptionAttribute: string | null;
-  readonly activitiesAttribute: string | null;
   /** One deadline over the whole read: connect, TLS, bind and every page. */
   readonly timeoutMs: number;
   readonly pageSize: number;
 }
 
-/** One group entry as the directory has it. */
-export interface DirectoryGroupRecord {
-  /** The id attribute's value (objectGUID as its usual text form), lower case. */
-  readonly externalId: string;
-  readonly dn: string;
-  /** `cn`'s first value; '' when absent. */
-  readonly name: string;
-  readonly description: string;
-  readonly shortDescription: string;
-  readonly activities: string;
-  readonly classroom: boolean;
-  /** Usernames as the directory spells them: member DNs read back, and memberUid values. */
-  readonly members: readonly string[];
-  /** Usernames of the owner DNs (administrators). */
-  readonly owners: readonly string[];
-}
-
-/** A value the read could not use: the entry, the value, and why. */
-export interface DirectorySkip {
-  readonly entry: string;
-  readonly value: string | null;
-  readonly reason: string;
-}
-
 type DirectoryRead =
   | {
       readonly ok: true;
-      readonly groups: readonly DirectoryGroupRecord[];
-      readonly skipped: readonly DirectorySkip[];
       /** Entries read: groups, the classroom search's, and user entries (for the bench's figures). */
       readonly entries: number;
+      /**
+       * Of every entry answered, search by search, and of the settings that make records of them:
+       * two reads with the same digest make the same records, or fail alike.
+       */
+      readonly digest: string;
+      /** The records (made once, when first asked), or why the answers cannot be used. */
+      records(): DirectoryRecords;
     }
   | { readonly ok: false; readonly failure: LoginFailure; readonly reason: string };
 
+/**
+ * The version of how records are made of the answers (group-records.ts, group-entries.ts,
+ * member-dns.ts, dn.ts, search-ber.ts): bump it when that changes, so that no digest of answers
+ * read under the old rules matches.
+ */
+const RECORD_RULES = 1;
+
 /** A group entry's answer can hold thousands of member DNs: far more than a login's answers. */
 const MAX_GROUP_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+/** Attribute types that name members or owners by DN. */
+const DN_TYPES = new Set(['member', 'uniquemember', 'owner']);
 
 /** The read itself, on two bound connections (see the header). */
 async function readGroups(
@@ -82,30 +77,27 @@ async function readGroups(
 ): Promise<DirectoryRead> {
   if (groups === undefined || second === undefined) throw new Error('two connections expected');
   await Promise.all([groups, second].map(({ client }) => bindServiceAccount(client, settings.ldap)));
-  const groupBase = parseDn(settings.groupBaseDn);
-  const userBase = parseDn(settings.ldap.baseDn ?? '');
-  if (groupBase === null) throw outOfProtocol('LDAP_GROUP_BASE_DN is not a DN');
-  if (userBase === null) throw outOfProtocol('LDAP_BASE_DN is not a DN');
-  const named = (name: string | null) => (name === null ? null : name.toLowerCase());
-  const types = {
-    id: settings.idAttribute.toLowerCase(),
-    shortDescription: named(settings.shortDescriptionAttribute),
-    activities: named(settings.activitiesAttribute),
-  };
-  const binary = new Set(types.id === 'objectguid' ? [types.id] : []);
   const search = (base: string, filter: string, attributes: readonly string[]): PagedSearch => ({
     base,
     filter,
     attributes,
-    binary,
     pageSize: settings.pageSize,
   });
-  const skipped: DirectorySkip[] = [];
-  const entries: GroupEntry[] = [];
-  const classrooms = new Set<string>();
-  const people = memberDns(userBase, settings.usernameAttribute.toLowerCase(), settings.usernameAttribute);
-  let read = 0;
-
+  const answers = {
+    groups: [] as AnsweredEntry[],
+    classrooms: [] as AnsweredEntry[],
+    users: [] as AnsweredEntry[],
+  };
+  const hashes = {
+    groups: createHash('sha256'),
+    classrooms: createHash('sha256'),
+    users: createHash('sha256'),
+  };
+  const keep = (into: AnsweredEntry[], hash: Hash) => (frame: Buffer, op: Element) => {
+    into.push({ frame, op });
+    // The entry's content: its name and attributes, without the message id (which varies).
+    hash.update(frame.subarray(op.start, op.end));
+  };
   const asked = ['cn', 'description', settings.idAttribute, 'member', 'uniqueMember', 'memberUid', 'owner'];
   if (settings.shortDescriptionAttribute !== null) asked.push(settings.shortDescriptionAttribute);
   if (settings.activitiesAttribute !== null) asked.push(settings.activitiesAttribute);
@@ -119,12 +111,7 @@ async function readGroups(
             search(settings.groupBaseDn, `(&${settings.groupFilter}${settings.classroomFilter})`, [
               settings.idAttribute,
             ]),
-            (entry) => {
-              read++;
-              underBase(entry.dn, groupBase, 'LDAP_GROUP_BASE_DN');
-              const group = readGroupEntry(entry, types, settings.idAttribute);
-              if ('externalId' in group) classrooms.add(group.externalId);
-            },
+            keep(answers.classrooms, hashes.classrooms),
           );
     onSecond.catch(reject);
     let usersAsked = false;
@@ -136,57 +123,53 @@ async function readGroups(
           search(settings.ldap.baseDn ?? '', `(${settings.usernameAttribute}=*)`, [
             settings.usernameAttribute,
           ]),
-          (entry) => {
-            read++;
-            people.add(entry);
-          },
+          keep(answers.users, hashes.users),
         ),
       );
       onSecond.catch(reject);
     };
-    pagedSearch(groups.guard, search(settings.groupBaseDn, settings.groupFilter, asked), (entry) => {
-      read++;
-      underBase(entry.dn, groupBase, 'LDAP_GROUP_BASE_DN');
-      const group = readGroupEntry(entry, types, settings.idAttribute);
-      if (!('externalId' in group))
-        return skipped.push({ entry: entry.dn, value: null, reason: group.reason });
-      entries.push(group);
-      if (!usersAsked && (group.memberDns.length > 0 || group.ownerDns.length > 0)) readUsers();
+    const keepGroup = keep(answers.groups, hashes.groups);
+    pagedSearch(groups.guard, search(settings.groupBaseDn, settings.groupFilter, asked), (frame, op) => {
+      keepGroup(frame, op);
+      if (usersAsked) return;
+      // A malformed entry names nobody here; making the records refuses it.
+      const entry = readSearchEntry(frame, op, new Set());
+      if (entry.ok && entry.value.attributes.some((a) => DN_TYPES.has(a.type) && a.values.length > 0))
+        readUsers();
     }).then(() => onSecond.then(resolve), reject);
   });
 
-  const usernames = (group: GroupEntry, dns: readonly string[]) => {
-    const out: string[] = [];
-    for (const dn of dns) {
-      const found = people.resolve(dn);
-      if (typeof found === 'string') out.push(found);
-      else skipped.push({ entry: group.dn, value: dn, reason: found.skip });
-    }
-    return out;
+  const digest = createHash('sha256').update(JSON.stringify([RECORD_RULES, interpretation(settings)]));
+  for (const hash of [hashes.groups, hashes.classrooms, hashes.users]) digest.update(hash.digest());
+  let records: DirectoryRecords | undefined;
+  return {
+    ok: true,
+    entries: answers.groups.length + answers.classrooms.length + answers.users.length,
+    digest: digest.digest('hex'),
+    records: () => {
+      records ??= groupRecords(answers, settings);
+      return records;
+    },
   };
-  const records = entries.map((group): DirectoryGroupRecord => {
-    const members = usernames(group, group.memberDns);
-    for (const uid of group.memberUids) members.push(uid);
-    return {
-      externalId: group.externalId,
-      dn: group.dn,
-      name: group.name,
-      description: group.description,
-      shortDescription: group.shortDescription,
-      activities: group.activities,
-      classroom: classrooms.has(group.externalId),
-      members,
-      owners: usernames(group, group.ownerDns),
-    };
-  });
-  return { ok: true, groups: records, skipped, entries: read };
 }
+
+/** The settings that decide what is searched and what records are made of it (no secrets). */
+const interpretation = (settings: GroupDirectorySettings) => ({
+  groupBaseDn: settings.groupBaseDn,
+  groupFilter: settings.groupFilter,
+  classroomFilter: settings.classroomFilter,
+  userBaseDn: settings.ldap.baseDn,
+  usernameAttribute: settings.usernameAttribute,
+  idAttribute: settings.idAttribute,
+  shortDescriptionAttribute: settings.shortDescriptionAttribute,
+  activitiesAttribute: settings.activitiesAttribute,
+});
 
 /** The directory's groups, read on demand (the TLS options built once). */
 export interface GroupDirectory {
   /**
-   * Reads every group under the group base that matches the filter, with its members and owners as
-   * usernames, within one deadline; a failure anywhere is the whole read's.
+   * Reads every group under the group base that matches the filter, and the entries that say who
+   * its members and owners are, within one deadline; a failure anywhere is the whole read's.
    */
   read(): Promise<DirectoryRead>;
 }

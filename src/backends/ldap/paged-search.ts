@@ -9,19 +9,18 @@ import { FilterParser, PagedResultsControl, SearchRequest } from 'ldapts';
 import { type Element, OP, readResult } from './ber.ts';
 import { LdapFailure, outOfProtocol, resultCodeFailure } from './errors.ts';
 import type { FrameGuard } from './frame-guard.ts';
-import { readPagedCookie, readSearchEntry, type SearchEntry } from './search-ber.ts';
+import { readPagedCookie } from './search-ber.ts';
 
 export interface PagedSearch {
   readonly base: string;
   /** An RFC 4515 filter. */
   readonly filter: string;
   readonly attributes: readonly string[];
-  /** Attribute types (lower case) whose values are kept as bytes. */
-  readonly binary?: ReadonlySet<string>;
   readonly pageSize: number;
 }
 
-const NO_BINARY: ReadonlySet<string> = new Set();
+/** A SearchResultEntry as answered: the message, and the entry's element in it (search-ber.ts reads it). */
+type OnEntry = (frame: Buffer, op: Element) => void;
 
 /** One page: the request, every entry handed to `onEntry` as it arrives, and the next page's cookie. */
 function page(
@@ -29,7 +28,7 @@ function page(
   search: PagedSearch,
   filter: ReturnType<typeof FilterParser.parseString>,
   cookie: Buffer,
-  onEntry: (entry: SearchEntry) => void,
+  onEntry: OnEntry,
 ): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     let settled = false;
@@ -40,11 +39,7 @@ function page(
     const answer = (frame: Buffer, op: Element) => {
       if (settled) return;
       try {
-        if (op.tag === OP.searchResultEntry) {
-          const entry = readSearchEntry(frame, op, search.binary ?? NO_BINARY);
-          if (!entry.ok) return fail(outOfProtocol(`malformed search entry: ${entry.reason}`));
-          return onEntry(entry.value);
-        }
+        if (op.tag === OP.searchResultEntry) return onEntry(frame, op);
         // References are not followed (RFC 4511 §4.5.3); the guard allows nothing else but the done.
         if (op.tag !== OP.searchResultDone) return;
         const result = readResult(frame, op);
@@ -78,11 +73,7 @@ function page(
  * Every entry of the search, page after page, to `onEntry` as each arrives; resolves after the last
  * page. A page whose result is not success fails the search (and a partial list is never complete).
  */
-export async function pagedSearch(
-  guard: FrameGuard,
-  search: PagedSearch,
-  onEntry: (entry: SearchEntry) => void,
-): Promise<void> {
+export async function pagedSearch(guard: FrameGuard, search: PagedSearch, onEntry: OnEntry): Promise<void> {
   const filter = FilterParser.parseString(search.filter);
   let cookie: Buffer = Buffer.alloc(0);
   do cookie = await page(guard, search, filter, cookie, onEntry);
