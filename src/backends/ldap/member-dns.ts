@@ -25,36 +25,37 @@ export interface MemberDns {
   resolve(dn: string): string | { readonly skip: string };
 }
 
-export function memberDns(
-  userBase: NonNullable<ReturnType<typeof parseDn>>,
-  usernameType: string,
-  usernameAttribute: string,
-): MemberDns {
-  /** Usernames by the entry's DN as the directory spelled it, and by its name (dnKey). */
+type Rdns = NonNullable<ReturnType<typeof parseDn>>;
+
+export function memberDns(userBase: Rdns, usernameType: string, usernameAttribute: string): MemberDns {
+  /** Usernames by the entry's DN as the directory spelled it; by its name (dnKey) once needed. */
   const byText = new Map<string, string>();
-  const byKey = new Map<string, string>();
+  let byKey: Map<string, string> | undefined;
   /** Member DNs not found by their text, each looked up once. */
   const others = new Map<string, string | { readonly skip: string }>();
   const missing = { skip: `no entry with ${usernameAttribute} under the user base` };
   return {
     add(entry) {
-      const key = dnKey(underBase(entry.dn, userBase, 'LDAP_BASE_DN'));
+      underBase(entry.dn, userBase, 'LDAP_BASE_DN');
       const value = entry.attributes.find((attribute) => attribute.type === usernameType)?.values[0];
       const username = value === undefined ? '' : typeof value === 'string' ? value : value.toString('utf8');
       if (username === '') return;
       byText.set(entry.dn, username);
-      byKey.set(key, username);
     },
     resolve(dn) {
       const known = byText.get(dn) ?? others.get(dn);
       if (known !== undefined) return known;
       const parsed = parseDn(dn);
-      const found =
-        parsed === null
-          ? { skip: 'not a DN' }
-          : !isUnderBase(parsed, userBase)
-            ? { skip: 'outside the user base (LDAP_BASE_DN)' }
-            : (byKey.get(dnKey(parsed)) ?? missing);
+      let found: string | { readonly skip: string };
+      if (parsed === null) found = { skip: 'not a DN' };
+      else if (!isUnderBase(parsed, userBase)) found = { skip: 'outside the user base (LDAP_BASE_DN)' };
+      else {
+        // The user entries' DNs parsed again (they did once, under the base): cheaper than keeping them.
+        byKey ??= new Map(
+          Array.from(byText, ([user, username]) => [dnKey(underBase(user, userBase, '')), username]),
+        );
+        found = byKey.get(dnKey(parsed)) ?? missing;
+      }
       others.set(dn, found);
       return found;
     },
