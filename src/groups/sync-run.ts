@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { UsernameCase } from '../auth/username.ts';
 import type { GroupDirectory } from '../backends/ldap/groups-reader.ts';
-import type { GroupSyncStore, LeaseHolder } from '../store/group-sync-types.ts';
+import type { GroupSyncState, GroupSyncStore, LeaseHolder } from '../store/group-sync-types.ts';
 import { planGroupSync, type SyncPlan } from './sync.ts';
 import { countsText } from './sync-lines.ts';
 import { type PreparedDirectory, prepareDirectory } from './sync-prepare.ts';
@@ -40,6 +40,7 @@ export type GroupSyncOutcome =
       /** The plan was replayed from the last writing run's mark (sync-shortcut.ts), not planned. */
       readonly replayed: boolean;
       readonly seconds: number;
+      readonly phases: SyncPhases;
     }
   | {
       readonly ok: false;
@@ -53,6 +54,20 @@ export type GroupSyncOutcome =
 function holderName(): string {
   return `${hostname()}:${process.pid}:${randomBytes(6).toString('hex')}`;
 }
+
+/**
+ * Where a successful run's time went, in seconds: reading the directory; making records of its
+ * answers and preparing them; planning; and the store (the lease, the transaction), planning and
+ * records excluded. What a run is bound by, for an operator and the bench.
+ */
+export interface SyncPhases {
+  readonly directory: number;
+  readonly records: number;
+  readonly plan: number;
+  readonly store: number;
+}
+
+const since = (start: number) => (performance.now() - start) / 1000;
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
@@ -68,13 +83,16 @@ export async function runGroupSync(
   options: GroupSyncOptions,
 ): Promise<GroupSyncOutcome> {
   const started = performance.now();
-  const seconds = () => (performance.now() - started) / 1000;
+  const seconds = () => since(started);
+  const phases = { directory: 0, records: 0, plan: 0, store: 0 };
   // A dry run writes nothing, so it needs no lease: it never waits for, nor holds up, a real run.
   const lease: LeaseHolder | null = options.dryRun ? null : { name: LEASE_NAME, holder: holderName() };
   if (lease !== null) {
     let taken: boolean;
     try {
+      const start = performance.now();
       taken = await deps.store.takeLease(lease, LEASE_TTL_MS);
+      phases.store += since(start);
     } catch (err) {
       return {
         ok: false,
@@ -99,7 +117,9 @@ export async function runGroupSync(
         }, LEASE_RENEW_MS);
   renewal?.unref();
   try {
+    let start = performance.now();
     const read = await deps.directory.read();
+    phases.directory = since(start);
     if (!read.ok)
       return { ok: false, stage: 'directory', reason: `${read.failure}: ${read.reason}`, seconds: seconds() };
     // The records are made, and prepared, only for a run that plans: before the store's
@@ -107,10 +127,19 @@ export async function runGroupSync(
     let prepared: PreparedDirectory | undefined;
     const prepare = () => {
       if (prepared !== undefined) return prepared;
+      const start = performance.now();
       const records = read.records();
       if (!records.ok) throw new DirectoryRefused(`${records.failure}: ${records.reason}`);
       prepared = prepareDirectory(records.groups, records.skipped, deps.usernameCase);
+      phases.records += since(start);
       return prepared;
+    };
+    const planned = (state: GroupSyncState) => {
+      const directory = prepare();
+      const start = performance.now();
+      const plan = planGroupSync(directory, state, { keepRemoved: options.keepRemoved });
+      phases.plan += since(start);
+      return plan;
     };
     const digest = runDigest(read.digest, {
       usernameCase: deps.usernameCase,
@@ -119,23 +148,22 @@ export async function runGroupSync(
     let replayed = false;
     let plan: SyncPlan;
     try {
+      start = performance.now();
+      const before = phases.records + phases.plan;
       if (!(await deps.store.replayable(digest))) prepare();
-      plan = await deps.store.apply(
-        () => prepare().usernames,
-        (state) => planGroupSync(prepare(), state, { keepRemoved: options.keepRemoved }),
-        {
-          write: !options.dryRun,
-          lease,
-          shortcut: syncShortcut(digest, () => {
-            replayed = true;
-          }),
-        },
-      );
+      plan = await deps.store.apply(() => prepare().usernames, planned, {
+        write: !options.dryRun,
+        lease,
+        shortcut: syncShortcut(digest, () => {
+          replayed = true;
+        }),
+      });
+      phases.store += since(start) - (phases.records + phases.plan - before);
     } catch (err) {
       const stage = err instanceof DirectoryRefused ? 'directory' : 'store';
       return { ok: false, stage, reason: messageOf(err), seconds: seconds() };
     }
-    return { ok: true, plan, dryRun: options.dryRun, replayed, seconds: seconds() };
+    return { ok: true, plan, dryRun: options.dryRun, replayed, seconds: seconds(), phases };
   } finally {
     if (renewal !== null) clearInterval(renewal);
     if (lease !== null) await deps.store.releaseLease(lease).catch(() => undefined);
@@ -156,6 +184,7 @@ export function syncOutcomeLog(
           dryRun: outcome.dryRun,
           replayed: outcome.replayed,
           seconds: outcome.seconds,
+          phases: outcome.phases,
           ...outcome.plan.counts,
         },
       },

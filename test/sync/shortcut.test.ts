@@ -33,7 +33,14 @@ async function forgetMark(stores: Stores): Promise<void> {
 function replayed(run: SyncRun): boolean {
   assert.equal(run.code, 0, run.err.join('\n'));
   const done = run.logs.find((line) => String(line['msg']).startsWith('group sync'));
-  return (done?.['groupSync'] as { replayed: boolean }).replayed;
+  const { replayed, phases } = done?.['groupSync'] as {
+    replayed: boolean;
+    phases: { directory: number; records: number; plan: number; store: number };
+  };
+  assert.ok(phases.directory > 0 && phases.store > 0, JSON.stringify(phases));
+  // A replayed run makes no records and plans nothing; a planned one does both.
+  assert.equal(phases.records === 0 && phases.plan === 0, replayed, JSON.stringify(phases));
+  return replayed;
 }
 
 describeEachStore('the group sync replays a no-change run only when nothing changed', (store) => {
