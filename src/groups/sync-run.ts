@@ -60,7 +60,7 @@ function holderName(): string {
  * answers and preparing them; planning; and the store (the lease, the transaction), planning and
  * records excluded. What a run is bound by, for an operator and the bench.
  */
-export interface SyncPhases {
+interface SyncPhases {
   readonly directory: number;
   readonly records: number;
   readonly plan: number;
