@@ -1,7 +1,9 @@
 // The group sync's mark (contract §11): lets a run that finds the directory as the last writing run
 // left it skip reading the state (every synced group and membership) and planning. Why it is sound:
 // - It is written only by a transaction that wrote a plan and then, planning again against the state
-//   it had just written, found nothing to write. It keeps the run's digest (everything the plan
+//   it had just written (stateAfter: the state read, with the plan's rows written onto it, which is
+//   what the database then holds, since the transaction excludes every other writer from before
+//   its read), found nothing to write. It keeps the run's digest (everything the plan
 //   depends on besides the state: the directory as read, the options, the rules' version), the
 //   group generation at that point (what the commit makes the store's), and what the domain kept
 //   of that no-change plan (SyncShortcut.record).
@@ -15,7 +17,8 @@
 // - A restored backup restores the mark with the generation it belongs to.
 // An engine without a generation (PostgreSQL today: Dialect.groupGeneration) keeps no mark and
 // plans every run in full.
-import type { SyncShortcut } from '../group-sync-types.ts';
+import type { GroupSyncState, GroupSyncWrites, SyncedGroup, SyncShortcut } from '../group-sync-types.ts';
+import type { Membership } from '../group-types.ts';
 import type { Dialect, Steps } from './driver.ts';
 
 const MARK_KEY = 'group_sync_mark';
@@ -43,16 +46,45 @@ export function* markedPlan(dialect: Dialect, digest: string): Steps<string | nu
 }
 
 /**
+ * What the store holds once `writes` are written onto `state` (sql/group-sync.ts's writePlan):
+ * removed groups gone with their memberships, changed ones with their new fields, new ones added
+ * (in id order, as read); memberships removed, changed, added (an added pair that exists takes the
+ * new status); created users known. Local groups are never written. test/sync/state-after.test.ts
+ * checks it against what the store reads back after writing, on every store.
+ */
+export function stateAfter(state: GroupSyncState, writes: GroupSyncWrites): GroupSyncState {
+  const removed = new Set(writes.removeGroups);
+  const changed = new Map(writes.changeGroups.map((group) => [group.id, group]));
+  const synced: SyncedGroup[] = state.synced
+    .filter((group) => !removed.has(group.id))
+    .map((group) => changed.get(group.id) ?? group);
+  synced.push(...writes.addGroups);
+  synced.sort((a, b) => a.id - b.id);
+  const pair = (m: Membership) => `${m.group}\u0000${m.username}`;
+  const memberships = new Map<string, Membership>();
+  for (const m of state.memberships) if (!removed.has(m.group)) memberships.set(pair(m), m);
+  for (const m of writes.removeMemberships) memberships.delete(pair(m));
+  for (const m of [...writes.changeMemberships, ...writes.addMemberships]) memberships.set(pair(m), m);
+  return {
+    synced,
+    localNames: state.localNames,
+    memberships: [...memberships.values()],
+    users: new Set([...state.users, ...writes.createUsers]),
+    maxId: writes.addGroups.reduce((max, group) => Math.max(max, group.id), state.maxId),
+  };
+}
+
+/**
  * In the transaction that has just written a plan: plans again against what it wrote and, when that
  * plan writes nothing, records it with the digest and the generation (see the header).
  */
 export function* markWritten<P>(
   dialect: Dialect,
   shortcut: SyncShortcut<P>,
-  planAgain: () => Steps<P>,
+  planAgain: () => P,
 ): Steps<void> {
   if (dialect.groupGeneration === null) return;
-  const recorded = shortcut.record(yield* planAgain());
+  const recorded = shortcut.record(planAgain());
   if (recorded === null) return;
   const mark: Mark = {
     digest: shortcut.digest,

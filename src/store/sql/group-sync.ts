@@ -13,7 +13,7 @@ import type {
   SyncShortcut,
 } from '../group-sync-types.ts';
 import type { Column, Dialect, SqlDriver, Steps } from './driver.ts';
-import { markedPlan, markWritten } from './group-sync-mark.ts';
+import { markedPlan, markWritten, stateAfter } from './group-sync-mark.ts';
 import { checkLease, sqlLeases } from './lease.ts';
 import { GROUP_COLUMNS, toGroup, toMembership } from './rows.ts';
 
@@ -183,13 +183,11 @@ function* apply<P extends { readonly writes: GroupSyncWrites }>(
   const { shortcut } = options;
   const recorded = shortcut === null ? null : yield* markedPlan(dialect, shortcut.digest);
   if (shortcut !== null && recorded !== null) return shortcut.replay(recorded);
-  const planned = plan(yield* readState(dialect, usernames()));
+  const state = yield* readState(dialect, usernames());
+  const planned = plan(state);
   if (!options.write || !writesAny(planned.writes)) return planned;
   yield* writePlan(dialect, planned.writes, now);
-  if (shortcut !== null)
-    yield* markWritten(dialect, shortcut, function* () {
-      return plan(yield* readState(dialect, usernames()));
-    });
+  if (shortcut !== null) yield* markWritten(dialect, shortcut, () => plan(stateAfter(state, planned.writes)));
   return planned;
 }
 
