@@ -16,7 +16,9 @@
 //   of the two: the same plan again, replayed from the mark (SyncShortcut.replay).
 // - A restored backup restores the mark with the generation it belongs to.
 // An engine without a generation (PostgreSQL today: Dialect.groupGeneration) keeps no mark and
-// plans every run in full.
+// plans every run in full. Giving it one also needs its writing transaction to keep every writer
+// of memberships out from before the state is read (SQLite's IMMEDIATE transaction does), or
+// stateAfter is not what it commits.
 import type { GroupSyncState, GroupSyncWrites, SyncedGroup, SyncShortcut } from '../group-sync-types.ts';
 import type { Membership } from '../group-types.ts';
 import type { Dialect, Steps } from './driver.ts';
