@@ -69,6 +69,7 @@ const MAX_GROUP_MESSAGE_BYTES = 16 * 1024 * 1024;
 
 /** Attribute types that name members or owners by DN. */
 const DN_TYPES = new Set(['member', 'uniquemember', 'owner']);
+const NO_BINARY: ReadonlySet<string> = new Set();
 
 /** The read itself, on two bound connections (see the header). */
 async function readGroups(
@@ -133,10 +134,10 @@ async function readGroups(
       keepGroup(frame, op);
       if (usersAsked) return;
       // A malformed entry names nobody here; making the records refuses it.
-      const entry = readSearchEntry(frame, op, new Set());
+      const entry = readSearchEntry(frame, op, NO_BINARY);
       if (entry.ok && entry.value.attributes.some((a) => DN_TYPES.has(a.type) && a.values.length > 0))
         readUsers();
-    }).then(() => onSecond.then(resolve), reject);
+    }).then(() => onSecond.then(resolve, reject), reject);
   });
 
   const digest = createHash('sha256').update(JSON.stringify([RECORD_RULES, interpretation(settings)]));
