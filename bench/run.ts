@@ -145,7 +145,7 @@ async function main(cleanup: Cleanup): Promise<{ report: string; chart: string }
   const cases: CaseRow[] = results.flatMap((r) => r.rows);
   memory.push(...results.flatMap((r) => r.memory));
 
-  const observations: string[] = [];
+  const observations: string[] = results.flatMap((r) => r.observations ?? []);
   if (differences.length > 0)
     observations.push(`The baseline's answers differ from clubhouse's: ${differences.join('; ')}`);
   const busy = median(cases.flatMap((c) => c.comparison?.subject.rounds ?? []).map((r) => r.machineBusy));

@@ -6,7 +6,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { findingText, migrateUsernames } from './auth/username-migration.ts';
 import type { Config } from './config/config.ts';
-import { serveClusterMetrics, serveMetrics } from './http/metrics.ts';
+import { serveClusterMetrics, serveMetrics } from './http/metrics-serving.ts';
 import { migrateStores, openStores } from './store/open.ts';
 
 // A worker that dies sooner than this after starting is crash-looping: its replacement waits,

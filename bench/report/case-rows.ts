@@ -6,6 +6,8 @@ import { type CaseRow, fixed, type MemoryRow, MIB, type Verdict } from './markdo
 export interface CaseResult {
   readonly rows: CaseRow[];
   readonly memory: MemoryRow[];
+  /** Lines for the report's observations (e.g. what bounds a case's figures). */
+  readonly observations?: readonly string[];
 }
 
 export function atLeast(target: string, value: number, minimum: number): Verdict {

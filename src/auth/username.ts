@@ -66,11 +66,22 @@ function applyRules(input: string, usernameCase: UsernameCase): CanonicalUsernam
 }
 
 /**
+ * Printable ASCII without the space: each such code point is PVALID in the IdentifierClass (RFC
+ * 8264 §9.11, ASCII7) and not right-to-left, width mapping and NFC leave it as it is, and lower
+ * case keeps it printable ASCII. The profile's answer for such a string is the string, lower-cased
+ * under UsernameCaseMapped (test/login/username.test.ts checks these premises against the tables).
+ */
+const PRINTABLE_ASCII = /^[\x21-\x7e]+$/;
+
+/**
  * The canonical form of a (trimmed) username under the profile USERNAME_CASE names, or why it is
  * refused. RFC 8264 §7: the rules are applied again until the output is stable; a string not
  * stable after three more passes is refused.
  */
 export function canonicalUsername(input: string, usernameCase: UsernameCase): CanonicalUsername {
+  // Nearly every username (a login, a directory's uid): the answer without the tables.
+  if (PRINTABLE_ASCII.test(input))
+    return { ok: true, username: usernameCase === 'lower' ? input.toLowerCase() : input };
   let result = applyRules(input, usernameCase);
   for (let pass = 0; pass < 3 && result.ok; pass++) {
     const again = applyRules(result.username, usernameCase);

@@ -1,13 +1,18 @@
 // One run of the group sync (contract §11): take the lease, read the directory, plan against the
-// store's state and write, in one transaction, or print what would be written (a dry run). The CLI
+// store's state and write, in one transaction, or print what would be written (a dry run). A run
+// whose directory and options are the last writing run's, on a store unchanged since, replays that
+// run's outcome instead of planning (sync-shortcut.ts). The CLI
 // (`clubhouse sync groups`) and the service's interval (sync-schedule.ts) both run this, and contend
 // for the same lease, so two runs never overlap, whichever instance or process starts them.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { UsernameCase } from '../auth/username.ts';
 import type { GroupDirectory } from '../backends/ldap/groups-reader.ts';
-import type { GroupSyncStore, LeaseHolder } from '../store/group-sync-types.ts';
-import { countsText, planGroupSync, prepareDirectory, type SyncPlan } from './sync.ts';
+import type { GroupSyncState, GroupSyncStore, LeaseHolder } from '../store/group-sync-types.ts';
+import { planGroupSync, type SyncPlan } from './sync.ts';
+import { countsText } from './sync-lines.ts';
+import { type PreparedDirectory, prepareDirectory } from './sync-prepare.ts';
+import { runDigest, syncShortcut } from './sync-shortcut.ts';
 
 /** The lease's name in the store (one row: one sync at a time per database). */
 const LEASE_NAME = 'group-sync';
@@ -28,7 +33,15 @@ export interface GroupSyncOptions {
 }
 
 export type GroupSyncOutcome =
-  | { readonly ok: true; readonly plan: SyncPlan; readonly dryRun: boolean; readonly seconds: number }
+  | {
+      readonly ok: true;
+      readonly plan: SyncPlan;
+      readonly dryRun: boolean;
+      /** The plan was replayed from the last writing run's mark (sync-shortcut.ts), not planned. */
+      readonly replayed: boolean;
+      readonly seconds: number;
+      readonly phases: SyncPhases;
+    }
   | {
       readonly ok: false;
       /** `busy`: another run holds the lease (not a failure of this one); else where it failed. */
@@ -42,7 +55,24 @@ function holderName(): string {
   return `${hostname()}:${process.pid}:${randomBytes(6).toString('hex')}`;
 }
 
+/**
+ * Where a successful run's time went, in seconds: reading the directory; making records of its
+ * answers and preparing them; planning; and the store (the lease, the transaction), planning and
+ * records excluded. What a run is bound by, for an operator and the bench.
+ */
+interface SyncPhases {
+  readonly directory: number;
+  readonly records: number;
+  readonly plan: number;
+  readonly store: number;
+}
+
+const since = (start: number) => (performance.now() - start) / 1000;
+
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** The directory's answers cannot be made into records (an entry outside its base, a malformed one). */
+class DirectoryRefused extends Error {}
 
 /**
  * One sync run; never throws for the directory or the store: a failure anywhere is an outcome, and
@@ -53,13 +83,16 @@ export async function runGroupSync(
   options: GroupSyncOptions,
 ): Promise<GroupSyncOutcome> {
   const started = performance.now();
-  const seconds = () => (performance.now() - started) / 1000;
+  const seconds = () => since(started);
+  const phases = { directory: 0, records: 0, plan: 0, store: 0 };
   // A dry run writes nothing, so it needs no lease: it never waits for, nor holds up, a real run.
   const lease: LeaseHolder | null = options.dryRun ? null : { name: LEASE_NAME, holder: holderName() };
   if (lease !== null) {
     let taken: boolean;
     try {
+      const start = performance.now();
       taken = await deps.store.takeLease(lease, LEASE_TTL_MS);
+      phases.store += since(start);
     } catch (err) {
       return {
         ok: false,
@@ -84,21 +117,53 @@ export async function runGroupSync(
         }, LEASE_RENEW_MS);
   renewal?.unref();
   try {
+    let start = performance.now();
     const read = await deps.directory.read();
+    phases.directory = since(start);
     if (!read.ok)
       return { ok: false, stage: 'directory', reason: `${read.failure}: ${read.reason}`, seconds: seconds() };
-    const prepared = prepareDirectory(read.groups, read.skipped, deps.usernameCase);
+    // The records are made, and prepared, only for a run that plans: before the store's
+    // transaction, unless the last writing run's mark answers this one (asked again inside it).
+    let prepared: PreparedDirectory | undefined;
+    const prepare = () => {
+      if (prepared !== undefined) return prepared;
+      const start = performance.now();
+      const records = read.records();
+      if (!records.ok) throw new DirectoryRefused(`${records.failure}: ${records.reason}`);
+      prepared = prepareDirectory(records.groups, records.skipped, deps.usernameCase);
+      phases.records += since(start);
+      return prepared;
+    };
+    const planned = (state: GroupSyncState) => {
+      const directory = prepare();
+      const start = performance.now();
+      const plan = planGroupSync(directory, state, { keepRemoved: options.keepRemoved });
+      phases.plan += since(start);
+      return plan;
+    };
+    const digest = runDigest(read.digest, {
+      usernameCase: deps.usernameCase,
+      keepRemoved: options.keepRemoved,
+    });
+    let replayed = false;
     let plan: SyncPlan;
     try {
-      plan = await deps.store.apply(
-        prepared.usernames,
-        (state) => planGroupSync(prepared, state, { keepRemoved: options.keepRemoved }),
-        { write: !options.dryRun, lease },
-      );
+      start = performance.now();
+      const before = phases.records + phases.plan;
+      if (!(await deps.store.replayable(digest))) prepare();
+      plan = await deps.store.apply(() => prepare().usernames, planned, {
+        write: !options.dryRun,
+        lease,
+        shortcut: syncShortcut(digest, () => {
+          replayed = true;
+        }),
+      });
+      phases.store += since(start) - (phases.records + phases.plan - before);
     } catch (err) {
-      return { ok: false, stage: 'store', reason: messageOf(err), seconds: seconds() };
+      const stage = err instanceof DirectoryRefused ? 'directory' : 'store';
+      return { ok: false, stage, reason: messageOf(err), seconds: seconds() };
     }
-    return { ok: true, plan, dryRun: options.dryRun, seconds: seconds() };
+    return { ok: true, plan, dryRun: options.dryRun, replayed, seconds: seconds(), phases };
   } finally {
     if (renewal !== null) clearInterval(renewal);
     if (lease !== null) await deps.store.releaseLease(lease).catch(() => undefined);
@@ -113,7 +178,16 @@ export function syncOutcomeLog(
   if (outcome.ok) {
     return {
       level: 'info',
-      fields: { groupSync: { by, dryRun: outcome.dryRun, seconds: outcome.seconds, ...outcome.plan.counts } },
+      fields: {
+        groupSync: {
+          by,
+          dryRun: outcome.dryRun,
+          replayed: outcome.replayed,
+          seconds: outcome.seconds,
+          phases: outcome.phases,
+          ...outcome.plan.counts,
+        },
+      },
       message: `group sync ${outcome.dryRun ? 'dry run ' : ''}done: ${countsText(outcome.plan.counts)}`,
     };
   }

@@ -9,99 +9,16 @@
 // - A directory entry that the import's rules refuse (import-fields.ts) is skipped and reported; a
 //   synced group whose entry is skipped is left as it is, never removed for it.
 // - Usernames are canonicalised as a login's (checkUsername); a refused one is skipped and reported.
-import type { UsernameCase } from '../auth/username.ts';
-import type { DirectoryGroupRecord, DirectorySkip } from '../backends/ldap/groups-reader.ts';
-import type { ImportProblem } from '../store/errors.ts';
+// The directory's side is made ready first (sync-prepare.ts); name clashes are settled by
+// sync-names.ts. A change to these rules (here, sync-prepare.ts, sync-names.ts, import-fields.ts,
+// the username profile) must bump SYNC_RULES (sync-shortcut.ts), or a store that the last run left
+// as it is would replay that run's outcome under the old rules until something changes.
+import type { DirectorySkip } from '../backends/ldap/group-records.ts';
 import type { GroupSyncState, GroupSyncWrites, SyncedGroup } from '../store/group-sync-types.ts';
 import type { Group, Membership, StoredMemberStatus } from '../store/group-types.ts';
 import { MAX_GROUP_ID } from '../store/limits.ts';
-import { checkGroupFields, checkUsername } from './import-fields.ts';
-
-/** A directory group as clubhouse would store it: checked fields and canonical members. */
-interface WantedGroup {
-  readonly externalId: string;
-  readonly dn: string;
-  readonly fields: Omit<Group, 'id'>;
-  /** Canonical username → 1 (member) or 2 (administrator: an owner). */
-  readonly members: ReadonlyMap<string, 1 | 2>;
-}
-
-/** The directory's answer made ready to plan against any state (see prepareDirectory). */
-export interface PreparedDirectory {
-  readonly wanted: readonly WantedGroup[];
-  /** Identities of entries that were read but refused: their synced groups are left as they are. */
-  readonly refused: ReadonlySet<string>;
-  readonly skipped: readonly DirectorySkip[];
-  /** Every canonical username the wanted groups name (the store says which exist). */
-  readonly usernames: readonly string[];
-}
-
-/** The code points of `a` before those of `b` (the same order on every machine and locale). */
-const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
-/** Checks the directory's records with the import's rules and canonicalises every username. */
-export function prepareDirectory(
-  records: readonly DirectoryGroupRecord[],
-  skippedByReader: readonly DirectorySkip[],
-  usernameCase: UsernameCase,
-): PreparedDirectory {
-  const skipped = [...skippedByReader];
-  const wanted: WantedGroup[] = [];
-  const refused = new Set<string>();
-  const seen = new Set<string>();
-  const usernames = new Set<string>();
-  // Each spelling is canonicalised once, however many groups name it.
-  const checkedNames = new Map<string, ReturnType<typeof checkUsername>>();
-  for (const record of records) {
-    if (seen.has(record.externalId)) {
-      skipped.push({
-        entry: record.dn,
-        value: record.externalId,
-        reason: 'the same identity as another entry',
-      });
-      refused.add(record.externalId);
-      continue;
-    }
-    seen.add(record.externalId);
-    const problems: ImportProblem[] = [];
-    const fields = checkGroupFields(
-      {
-        name: record.name,
-        description: record.description,
-        short_description: record.shortDescription,
-        activities: record.activities,
-        type: record.classroom ? 1 : 0,
-      },
-      'group',
-      problems,
-    );
-    if (fields === null) {
-      for (const problem of problems)
-        skipped.push({ entry: record.dn, value: null, reason: `${problem.path} ${problem.reason}` });
-      refused.add(record.externalId);
-      continue;
-    }
-    const members = new Map<string, 1 | 2>();
-    const add = (raw: string, status: 1 | 2) => {
-      let checked = checkedNames.get(raw);
-      if (checked === undefined) {
-        checked = checkUsername(raw, usernameCase);
-        checkedNames.set(raw, checked);
-      }
-      if ('reason' in checked) {
-        skipped.push({ entry: record.dn, value: raw, reason: `username ${checked.reason}` });
-        return;
-      }
-      // An owner is an administrator whether or not also listed as a member.
-      if (status === 2 || !members.has(checked.username)) members.set(checked.username, status);
-      usernames.add(checked.username);
-    };
-    for (const raw of record.members) add(raw, 1);
-    for (const raw of record.owners) add(raw, 2);
-    wanted.push({ externalId: record.externalId, dn: record.dn, fields, members });
-  }
-  return { wanted, refused, skipped, usernames: [...usernames].sort(byCodePoint) };
-}
+import { assignNames } from './sync-names.ts';
+import { byCodePoint, type PreparedDirectory } from './sync-prepare.ts';
 
 export interface SyncCounts {
   readonly groupsAdded: number;
@@ -133,55 +50,10 @@ export interface SyncPlan {
   readonly counts: SyncCounts;
 }
 
-const FIELDS = ['name', 'description', 'short_description', 'activities', 'type'] as const;
+export const FIELDS = ['name', 'description', 'short_description', 'activities', 'type'] as const;
 
 const sameFields = (a: Omit<Group, 'id'>, b: Omit<Group, 'id'>) =>
   FIELDS.every((field) => a[field] === b[field]);
-
-/**
- * Decides which directory groups get which name: a group whose name is a local group's, or another
- * directory group's (the first by clubhouse id, then by identity, wins), is skipped; a skipped synced
- * group keeps its current name, which may in turn push out a group that wanted it. Repeated until
- * nothing more is pushed out.
- */
-function assignNames(
-  wanted: readonly WantedGroup[],
-  existing: ReadonlyMap<string, SyncedGroup>,
-  reserved: ReadonlySet<string>,
-  skipped: DirectorySkip[],
-): Set<string> {
-  const failed = new Map<string, string>();
-  for (;;) {
-    const taken = new Set(reserved);
-    for (const group of wanted) {
-      const current = existing.get(group.externalId);
-      if (failed.has(group.externalId) && current !== undefined) taken.add(current.name);
-    }
-    let more = false;
-    const claimed = new Map<string, string>();
-    for (const group of wanted) {
-      if (failed.has(group.externalId)) continue;
-      const name = group.fields.name;
-      const reason = reserved.has(name)
-        ? `the name "${name}" is taken by a group created in clubhouse or kept as it is`
-        : taken.has(name)
-          ? `the name "${name}" is kept by a synced group left as it is`
-          : claimed.has(name)
-            ? `the name "${name}" is also the name of ${claimed.get(name)}`
-            : null;
-      if (reason !== null) {
-        failed.set(group.externalId, reason);
-        more = true;
-      } else claimed.set(name, group.dn);
-    }
-    if (!more) break;
-  }
-  for (const group of wanted) {
-    const reason = failed.get(group.externalId);
-    if (reason !== undefined) skipped.push({ entry: group.dn, value: null, reason });
-  }
-  return new Set(failed.keys());
-}
 
 /** The plan that makes the store's synced groups the directory's (see the header for the rules). */
 export function planGroupSync(
@@ -303,41 +175,38 @@ export function planGroupSync(
   };
 }
 
-/** The counts as one sentence (what every run prints and logs). */
-export function countsText(counts: SyncCounts): string {
-  const c = counts;
-  return [
-    `groups: ${c.groupsAdded} added, ${c.groupsChanged} changed, ${c.groupsRemoved} removed, ${c.groupsKept} kept`,
-    `memberships: ${c.membershipsAdded} added, ${c.membershipsChanged} changed, ${c.membershipsRemoved} removed`,
-    `users: ${c.usersCreated} created`,
-    `skipped: ${c.skipped}`,
-  ].join('; ');
+/** True when `plan` writes nothing: no group, membership or user added, changed or removed. */
+export function changesNothing(plan: SyncPlan): boolean {
+  return Object.values(plan.writes).every((rows) => rows.length === 0);
 }
 
-/** Every change of the plan, one line each, in a stable order: what a run prints (a dry run too). */
-export function planLines(plan: SyncPlan): string[] {
-  const lines = [countsText(plan.counts)];
-  const { writes } = plan;
-  for (const group of writes.addGroups)
-    lines.push(`group added ${group.id} ${JSON.stringify(group.name)} (${group.externalId})`);
-  for (const group of writes.changeGroups) {
-    const was = plan.before.get(group.id);
-    const fields = FIELDS.filter((field) => was === undefined || was[field] !== group[field]);
-    const rename = was !== undefined && was.name !== group.name ? ` (was ${JSON.stringify(was.name)})` : '';
-    lines.push(`group changed ${group.id} ${JSON.stringify(group.name)}${rename}: ${fields.join(', ')}`);
-  }
-  for (const group of plan.removed) lines.push(`group removed ${group.id} ${JSON.stringify(group.name)}`);
-  for (const group of plan.kept)
-    lines.push(`group kept ${group.id} ${JSON.stringify(group.name)} (gone from the directory)`);
-  for (const username of writes.createUsers) lines.push(`user created ${username}`);
-  for (const m of writes.addMemberships) lines.push(`membership added ${m.group} ${m.username} ${m.status}`);
-  for (const m of plan.membershipChanges)
-    lines.push(`membership changed ${m.group} ${m.username} ${m.from} -> ${m.status}`);
-  for (const m of writes.removeMemberships)
-    lines.push(`membership removed ${m.group} ${m.username} ${m.status}`);
-  for (const skip of plan.skipped)
-    lines.push(
-      `skipped ${skip.entry}${skip.value === null ? '' : ` ${JSON.stringify(skip.value)}`}: ${skip.reason}`,
-    );
-  return lines;
+/** The plan of a run that finds nothing to change: only groups kept (--keep-removed) and skips. */
+export function unchangedPlan(kept: readonly SyncedGroup[], skipped: readonly DirectorySkip[]): SyncPlan {
+  return {
+    writes: {
+      removeGroups: [],
+      changeGroups: [],
+      addGroups: [],
+      createUsers: [],
+      removeMemberships: [],
+      changeMemberships: [],
+      addMemberships: [],
+    },
+    before: new Map(),
+    removed: [],
+    kept,
+    membershipChanges: [],
+    skipped,
+    counts: {
+      groupsAdded: 0,
+      groupsChanged: 0,
+      groupsRemoved: 0,
+      groupsKept: kept.length,
+      membershipsAdded: 0,
+      membershipsChanged: 0,
+      membershipsRemoved: 0,
+      usersCreated: 0,
+      skipped: skipped.length,
+    },
+  };
 }

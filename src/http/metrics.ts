@@ -1,13 +1,13 @@
-// Prometheus metrics (contract §6: GET /metrics) with prom-client: requests, logins, IMAP, sessions.
+// Prometheus metrics (contract §6: GET /metrics) with prom-client: requests, logins, IMAP, sessions,
+// and the group sync's (group-sync-metrics.ts); how they are served is metrics-serving.ts's.
 import cluster from 'node:cluster';
-import { once } from 'node:events';
-import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import client from 'prom-client';
 import type { LoginFailure, VerifyResult } from '../backends/authenticator.ts';
 import type { OidcFailure } from '../backends/oidc/settings.ts';
 import type { GroupSyncOutcome } from '../groups/sync-run.ts';
-import { API_ERRORS } from './api-errors.ts';
+import { groupSyncMetrics } from './group-sync-metrics.ts';
+import { askPrimaryForMetrics } from './metrics-serving.ts';
 import { requestMetrics } from './request-metrics.ts';
 
 type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';
@@ -108,32 +108,7 @@ export function createMetrics(now: () => number = Date.now): Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  // contract §11. Under WORKERS the primary adds up every worker's series: counters sum, and the
-  // two gauges take the largest (the latest success, the longest last run), not a sum.
-  const syncRuns = new client.Counter({
-    name: 'clubhouse_group_sync_runs_total',
-    help: 'Group sync runs by outcome: success, failure, or busy (another run held the lock).',
-    labelNames: ['outcome'] as const,
-    registers: [registry],
-  });
-  const syncChanges = new client.Counter({
-    name: 'clubhouse_group_sync_changes_total',
-    help: 'Rows the group sync wrote, by kind (group, membership, user) and change (added, changed, removed).',
-    labelNames: ['kind', 'change'] as const,
-    registers: [registry],
-  });
-  const syncLastSuccess = new client.Gauge({
-    name: 'clubhouse_group_sync_last_success_timestamp_seconds',
-    help: 'When the last successful group sync ended (Unix time); 0 before the first.',
-    aggregator: 'max',
-    registers: [registry],
-  });
-  const syncDuration = new client.Gauge({
-    name: 'clubhouse_group_sync_duration_seconds',
-    help: 'How long the last group sync run took (directory read, plan and write), whatever its outcome.',
-    aggregator: 'max',
-    registers: [registry],
-  });
+  const observeGroupSync = groupSyncMetrics(registry);
   let sources: MetricSources | null = null;
   let sessionsCache: { at: number; value: number } | null = null;
   new client.Gauge({
@@ -196,101 +171,9 @@ export function createMetrics(now: () => number = Date.now): Metrics {
     observeBackend(backend, result, seconds) {
       backendLatency.observe({ backend, result: result.ok ? 'ok' : result.failure }, seconds);
     },
-    observeGroupSync(outcome, at) {
-      if (!outcome.ok) {
-        syncRuns.inc({ outcome: outcome.stage === 'busy' ? 'busy' : 'failure' });
-        if (outcome.stage !== 'busy') syncDuration.set(outcome.seconds);
-        return;
-      }
-      syncRuns.inc({ outcome: 'success' });
-      syncDuration.set(outcome.seconds);
-      syncLastSuccess.set(at / 1000);
-      const c = outcome.plan.counts;
-      syncChanges.inc({ kind: 'group', change: 'added' }, c.groupsAdded);
-      syncChanges.inc({ kind: 'group', change: 'changed' }, c.groupsChanged);
-      syncChanges.inc({ kind: 'group', change: 'removed' }, c.groupsRemoved);
-      syncChanges.inc({ kind: 'membership', change: 'added' }, c.membershipsAdded);
-      syncChanges.inc({ kind: 'membership', change: 'changed' }, c.membershipsChanged);
-      syncChanges.inc({ kind: 'membership', change: 'removed' }, c.membershipsRemoved);
-      syncChanges.inc({ kind: 'user', change: 'added' }, c.usersCreated);
-    },
+    observeGroupSync,
     setSources(next) {
       sources = next;
     },
-  };
-}
-
-const METRICS_REQUEST = 'clubhouse:metrics-request';
-const METRICS_RESPONSE = 'clubhouse:metrics-response';
-let nextRequest = 0;
-
-/** In a worker: the whole cluster's metrics, summed by the primary (contract §6). */
-function askPrimaryForMetrics(): Promise<string> {
-  const id = ++nextRequest;
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      process.off('message', onMessage);
-      reject(new Error('the primary did not answer with the metrics'));
-    }, 5000);
-    const onMessage = (message: { type?: string; id?: number; text?: string; error?: string }) => {
-      if (message?.type !== METRICS_RESPONSE || message.id !== id) return;
-      clearTimeout(timer);
-      process.off('message', onMessage);
-      if (message.text === undefined) reject(new Error(message.error ?? 'no metrics'));
-      else resolve(message.text);
-    };
-    process.on('message', onMessage);
-    process.send?.({ type: METRICS_REQUEST, id });
-  });
-}
-
-/** In the primary: answers the workers' requests for the summed metrics, and serves them itself. */
-export function serveClusterMetrics(): { text(): Promise<string>; contentType: string } {
-  const aggregator = new client.AggregatorRegistry();
-  cluster.on('message', (worker, message: { type?: string; id?: number }) => {
-    if (message?.type !== METRICS_REQUEST) return;
-    aggregator.clusterMetrics().then(
-      (text) => worker.send({ type: METRICS_RESPONSE, id: message.id, text }),
-      (err: unknown) => worker.send({ type: METRICS_RESPONSE, id: message.id, error: String(err) }),
-    );
-  });
-  return { text: () => aggregator.clusterMetrics(), contentType: aggregator.contentType };
-}
-
-/**
- * Serves only /metrics on its own port (METRICS_PORT), so the scrape endpoint need not be public.
- * Anything else there is a 404.
- */
-export async function serveMetrics(
-  metrics: { text(): Promise<string>; contentType: string },
-  host: string,
-  port: number,
-): Promise<{ url: string; close(): Promise<void> }> {
-  const server = createServer((request, response) => {
-    if (request.method !== 'GET' || request.url !== '/metrics') {
-      response
-        .writeHead(404, { 'content-type': 'application/json', 'x-content-type-options': 'nosniff' })
-        .end(JSON.stringify({ detail: API_ERRORS.NOT_FOUND.detail }));
-      return;
-    }
-    metrics.text().then(
-      (text) => response.writeHead(200, { 'content-type': metrics.contentType }).end(text),
-      () =>
-        response
-          .writeHead(500, { 'content-type': 'application/json' })
-          .end(JSON.stringify({ detail: API_ERRORS.INTERNAL.detail })),
-    );
-  });
-  server.listen(port, host);
-  await once(server, 'listening');
-  const address = server.address();
-  const bound = typeof address === 'object' && address !== null ? address.port : port;
-  return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}/metrics`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
   };
 }

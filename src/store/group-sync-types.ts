@@ -43,18 +43,42 @@ export interface LeaseHolder {
   readonly holder: string;
 }
 
+/**
+ * How a run whose inputs (the directory as read, the options) are those of the last writing run can
+ * skip reading the store's state and planning (contract §11; sql/group-sync-mark.ts says when the
+ * store allows it). The store keeps what `record` answers; the domain decides what it means.
+ */
+export interface SyncShortcut<P> {
+  /** A digest of everything the plan depends on besides the store's state. */
+  readonly digest: string;
+  /** What to keep about `plan`, planned against the state just written: null when it would write. */
+  record(plan: P): string | null;
+  /** The plan again, from what `record` kept, for a store unchanged since. */
+  replay(recorded: string): P;
+}
+
 export interface GroupSyncStore {
   /**
    * One transaction: reads the state (writers of groups held off), asks `plan` what to do with it and
    * writes the answer's `writes`, unless `write` is false (a dry run: a read-only snapshot). With a
    * lease, the transaction first checks that `lease` still holds it and keeps it held until commit
-   * (LeaseLostError otherwise).
+   * (LeaseLostError otherwise). `usernames` (those the directory names) is asked only when the
+   * state is read; with a shortcut the state may not be (see SyncShortcut).
    */
   apply<P extends { readonly writes: GroupSyncWrites }>(
-    usernames: readonly string[],
+    usernames: () => readonly string[],
     plan: (state: GroupSyncState) => P,
-    options: { readonly write: boolean; readonly lease: LeaseHolder | null },
+    options: {
+      readonly write: boolean;
+      readonly lease: LeaseHolder | null;
+      readonly shortcut: SyncShortcut<P> | null;
+    },
   ): Promise<P>;
+  /**
+   * Whether `apply` with a shortcut of `digest` would now replay rather than read the state (a
+   * snapshot's answer: apply asks again in its own transaction).
+   */
+  replayable(digest: string): Promise<boolean>;
   /** Takes the lease for `ttlMs` if it is free, expired or already `holder`'s; true when taken. */
   takeLease(lease: LeaseHolder, ttlMs: number): Promise<boolean>;
   /** Extends a lease still held; false when it was lost (expired and taken by another). */

@@ -1,10 +1,10 @@
 // Issue 22: search-then-bind binds only as an entry under LDAP_BASE_DN, compared RDN by RDN (not as
-// text): escaped separators, multi-valued RDNs, case, spacing, hex pairs and `#` BER values, and a
-// property over any username escaped into a DN.
+// text): escaped separators, multi-valued RDNs, case, spacing, hex pairs and `#` BER values, and
+// properties over any username escaped into a DN and over values compared after preparation.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { isUnderBase, parseDn } from '../../src/backends/ldap/dn.ts';
+import { dnKey, isUnderBase, parseDn } from '../../src/backends/ldap/dn.ts';
 import { escapeDnValue } from '../../src/backends/ldap/escape.ts';
 
 const BASE = 'ou=people,dc=example,dc=org';
@@ -77,5 +77,28 @@ describe('any username escaped into the DN template', () => {
         assert.equal(isUnderBase(dn, base), true);
       }),
     );
+  });
+});
+
+describe('values compared as prepared (RFC 4518 in brief)', () => {
+  // Printable ASCII (the fast path) with spaces, tabs and a few characters NFKC or case folds.
+  const alphabet = fc.constantFrom(...'aZ09 .-_\t', 'Ä', 'ä', 'ﬁ', 'Ｂ', '\u00a0', 'ß');
+  const prepared = (value: string) => value.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim();
+  const key = (value: string) => {
+    const dn = parseDn(`cn=${escapeDnValue(value)},${BASE}`);
+    assert.ok(dn !== null, value);
+    return dnKey(dn);
+  };
+
+  test('a value names what its prepared form names, on every path through the preparation', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: alphabet, minLength: 1, maxLength: 12 }), (value) => {
+        fc.pre(prepared(value) !== '');
+        assert.equal(key(value), key(prepared(value)));
+      }),
+      { numRuns: 1000 },
+    );
+    assert.equal(key('Group  7'), key('group 7'));
+    assert.notEqual(key('Group 7'), key('Group 70'));
   });
 });

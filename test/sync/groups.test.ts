@@ -252,6 +252,9 @@ describeEachStore('clubhouse sync groups against slapd', (store) => {
       );
       relay.setFault({ kind: 'cut', afterPages: 3 });
       assertFailed(await runSync(viaRelay), /upstream_unavailable/);
+      // The second connection's user search fails after the groups' connection has read them all.
+      relay.setFault({ kind: 'fail', afterPages: 6, code: 52 });
+      assertFailed(await runSync(viaRelay), /upstream_unavailable: LDAP result 52/);
       assert.equal(await contents(stores), before);
       assert.equal(await rowVersions(stores), versions);
       relay.setFault({ kind: 'none' });

@@ -71,7 +71,7 @@ function readHeader(buf: Uint8Array, at: number, limit: number): Parsed<Element>
 }
 
 /** The element at `at`, wholly inside `limit`. */
-function readElement(buf: Uint8Array, at: number, limit: number): Parsed<Element> {
+export function readElement(buf: Uint8Array, at: number, limit: number): Parsed<Element> {
   const header = readHeader(buf, at, limit);
   if (header === 'incomplete') return bad('a truncated element');
   if (header.ok && header.value.end > limit) return bad('an element longer than what holds it');

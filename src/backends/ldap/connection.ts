@@ -2,8 +2,8 @@
 // by starttls.ts, never opportunistic) or plain text where configured, then the frame guard, and
 // only then ldapts, handed the guard's end through its documented `createConnection` option, so
 // its parser never sees a byte from before TLS nor an answer the guard did not vet. One deadline
-// covers connect, TLS and the work; a sound connection is unbound, and every socket is destroyed
-// whatever happens.
+// covers connect, TLS and the work, over one connection (a login) or several (the group sync reads
+// on two at once); a sound connection is unbound, and every socket is destroyed whatever happens.
 import { connect as netConnect, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { connect as tlsConnect } from 'node:tls';
@@ -87,18 +87,27 @@ function ldaptsOver(guard: FrameGuard, url: string): Client {
   return new Client({ url, createConnection: () => stream, createSecureConnection: () => stream });
 }
 
+/** One secured, guarded connection: ldapts over the guard, and the guard for requests of our own. */
+export interface LdapConnection {
+  readonly client: Client;
+  readonly guard: FrameGuard;
+}
+
 /**
- * Runs `work` on a fresh, secured, guarded connection within the deadline; `failed` makes the
- * answer for a failure. A failure the guard saw wins over whatever ldapts made of it.
+ * Runs `work` on `count` fresh, secured, guarded connections (the group sync reads on two at once)
+ * within one deadline; `failed` makes the answer for a failure. A failure any guard saw wins over
+ * whatever ldapts (or our own reading) made of it, and ends the whole attempt.
  */
-export async function withLdapConnection<T>(
+export async function withLdapConnections<T>(
   endpoint: LdapEndpoint,
   tls: TlsOptions,
-  work: (client: Client) => Promise<T>,
+  count: number,
+  work: (connections: readonly LdapConnection[]) => Promise<T>,
   failed: (failure: LoginFailure, reason: string) => T,
 ): Promise<T> {
   const sockets: Socket[] = [];
-  let guard: FrameGuard | null = null;
+  const guards: FrameGuard[] = [];
+  const refused = () => guards.find((guard) => guard.failure() !== null)?.failure() ?? null;
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<T>((resolve) => {
     timer = setTimeout(
@@ -107,24 +116,44 @@ export async function withLdapConnection<T>(
     );
   });
   const attempt = (async () => {
-    const socket = await secureSocket(endpoint, tls, sockets);
-    const guarded = guardFrames(socket, endpoint.maxMessageBytes);
-    guard = guarded;
-    const answer = await Promise.race([work(ldaptsOver(guarded, endpoint.url)), guarded.ended]);
+    const connections = await Promise.all(
+      Array.from({ length: count }, async () => {
+        const guard = guardFrames(await secureSocket(endpoint, tls, sockets), endpoint.maxMessageBytes);
+        guards.push(guard);
+        return { client: ldaptsOver(guard, endpoint.url), guard };
+      }),
+    );
+    const answer = await Promise.race([work(connections), ...guards.map((guard) => guard.ended)]);
     // The guard vets a whole read before passing any of it, so no refusal can trail the answer it
-    // came with; still, a verdict stands only while the guard has refused nothing.
-    const refused = guarded.failure();
-    if (refused !== null) throw refused;
+    // came with; still, a verdict stands only while no guard has refused anything.
+    const failure = refused();
+    if (failure !== null) throw failure;
     return answer;
   })().catch((err: unknown) => {
-    const { failure, reason } = classifyLdapError((guard as FrameGuard | null)?.failure() ?? err);
+    const { failure, reason } = classifyLdapError(refused() ?? err);
     return failed(failure, reason);
   });
   try {
     return await Promise.race([attempt, deadline]);
   } finally {
     clearTimeout(timer);
-    await (guard as FrameGuard | null)?.close();
+    await Promise.all(guards.map((guard) => guard.close()));
     for (const socket of sockets) socket.destroy();
   }
+}
+
+/** withLdapConnections with one connection, handed to `work` as ldapts (a login, a probe). */
+export function withLdapConnection<T>(
+  endpoint: LdapEndpoint,
+  tls: TlsOptions,
+  work: (client: Client) => Promise<T>,
+  failed: (failure: LoginFailure, reason: string) => T,
+): Promise<T> {
+  return withLdapConnections(
+    endpoint,
+    tls,
+    1,
+    ([connection]) => work((connection as LdapConnection).client),
+    failed,
+  );
 }

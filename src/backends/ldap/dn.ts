@@ -27,8 +27,12 @@ const NAMES_BY_OID: ReadonlyMap<string, string> = new Map([
   ['0.9.2342.19200300.100.1.25', 'dc'],
 ]);
 
+/** A type already as prepareType would make it (nearly all: `uid`, `ou`, `dc`). */
+const PREPARED_TYPE = /^[a-z][a-z0-9-]*$/;
+
 /** RFC 4514 §3: descr or numericoid (an `OID.` prefix, seen in older DNs, is dropped). */
 function prepareType(raw: string): string | null {
+  if (PREPARED_TYPE.test(raw)) return raw;
   const type = raw
     .trim()
     .toLowerCase()
@@ -38,8 +42,23 @@ function prepareType(raw: string): string | null {
   return null;
 }
 
+/**
+ * True when `value` is printable ASCII with no leading, trailing or doubled space: NFKC leaves it
+ * as it is and no space is insignificant, so preparing it is lower-casing it (nearly every value).
+ */
+function isPlainAscii(value: string): boolean {
+  let previous = 32;
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (code < 32 || code > 126 || (code === 32 && previous === 32)) return false;
+    previous = code;
+  }
+  return previous !== 32;
+}
+
 /** RFC 4518 §2 in brief: compatibility forms folded, case ignored, insignificant spaces dropped. */
 function prepareValue(value: string): string {
+  if (isPlainAscii(value)) return value.toLowerCase();
   return value.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim();
 }
 
@@ -126,7 +145,7 @@ export function parseDn(dn: string): Rdn[] | null {
     avas.push({ type, value: read.value });
     if (read.next >= dn.length || dn[read.next] === ',') {
       const key = (ava: Ava) => `${ava.type}\0${ava.value}`;
-      rdns.push([...avas].sort((a, b) => (key(a) < key(b) ? -1 : 1)));
+      rdns.push(avas.length === 1 ? avas : avas.sort((a, b) => (key(a) < key(b) ? -1 : 1)));
       avas = [];
       if (read.next >= dn.length) return rdns;
     }

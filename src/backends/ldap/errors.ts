@@ -23,18 +23,23 @@ export const outOfProtocol = (reason: string): LdapFailure =>
 // or that the server gave up on time (timeLimitExceeded 3, adminLimitExceeded 11).
 const UNAVAILABLE_CODES = new Set([3, 11, 51, 52]);
 
+/** An LDAPResult's code other than success, as the failure it is (ldapts's answers and our own searches'). */
+export function resultCodeFailure(code: number): LdapFailure {
+  if (code === 49) return new LdapFailure('bad_credentials', 'LDAP invalidCredentials');
+  if (UNAVAILABLE_CODES.has(code)) return new LdapFailure('upstream_unavailable', `LDAP result ${code}`);
+  // Anything else (confidentialityRequired, unwillingToPerform, a referral, a protocol error) is
+  // the directory and us disagreeing: an operator's problem, never counted against the user.
+  return new LdapFailure('upstream_misconfigured', `LDAP result ${code}`);
+}
+
 /** Sorts an error that ended an attempt into the contract's failure classes (§8). */
 export function classifyLdapError(error: unknown): { failure: LoginFailure; reason: string } {
   if (error instanceof LdapFailure) return { failure: error.failure, reason: error.message };
   const tls = tlsFailure(error);
   if (tls !== null) return { failure: 'upstream_misconfigured', reason: tls };
   if (error instanceof ResultCodeError) {
-    if (error.code === 49) return { failure: 'bad_credentials', reason: 'LDAP invalidCredentials' };
-    if (UNAVAILABLE_CODES.has(error.code))
-      return { failure: 'upstream_unavailable', reason: `LDAP result ${error.code}` };
-    // Anything else (confidentialityRequired, unwillingToPerform, a referral, a protocol error) is
-    // the directory and us disagreeing: an operator's problem, never counted against the user.
-    return { failure: 'upstream_misconfigured', reason: `LDAP result ${error.code}` };
+    const { failure, message } = resultCodeFailure(error.code);
+    return { failure, reason: message };
   }
   // A message the frame guard let through but ldapts could not read: out of protocol all the same.
   if (error instanceof MessageParserError)

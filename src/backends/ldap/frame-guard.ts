@@ -9,10 +9,14 @@
 // `upstream_unavailable`. Hand-written, like the IMAP client: this is the verdict boundary
 // (contract §8: a bind succeeds only on the directory's answer to the service's own request), and
 // ldapts, a general client, drops unknown ids and keeps half-read bytes instead of refusing them.
+// The group sync also sends requests of its own through the guard (send(): paged-search.ts), under
+// the same rules; their answers go to it instead of ldapts.
 import type { Socket } from 'node:net';
 import { type Duplex, duplexPair } from 'node:stream';
 import { UnbindRequest } from 'ldapts';
 import {
+  type Element,
+  type Envelope,
   FrameSplitter,
   MAX_MESSAGE_BYTES,
   NOTICE_OF_DISCONNECTION_OID,
@@ -33,6 +37,11 @@ export interface FrameGuard {
   close(): Promise<void>;
   /** Destroys both ends and the socket. */
   destroy(): void;
+  /**
+   * Sends a request of our own beside ldapts's: `encode` makes it with a message id above every id
+   * sent so far, and each answer to it, vetted as ldapts's are, goes to `answer` instead of ldapts.
+   */
+  send(encode: (messageId: number) => Buffer, answer: (frame: Buffer, op: Element) => void): void;
 }
 
 /** UnbindRequest is best effort (RFC 4511 §4.3 has no answer): flushed, never waited for beyond this. */
@@ -77,6 +86,8 @@ export function guardFrames(socket: Socket, maxMessageBytes = MAX_MESSAGE_BYTES)
   Object.defineProperty(theirs, 'readyState', { value: 'open' });
   /** Requests forwarded in full and not yet completely answered: message id → request type. */
   const pending = new Map<number, number>();
+  /** Of those, our own (send()): message id → where its answers go, and the type of the last. */
+  const own = new Map<number, { answer: (frame: Buffer, op: Element) => void; last: number }>();
   let highestSent = 0;
   let closing = false;
   let failed: LdapFailure | null = null;
@@ -99,8 +110,8 @@ export function guardFrames(socket: Socket, maxMessageBytes = MAX_MESSAGE_BYTES)
     destroy();
   };
 
-  /** Why `frame` may not reach ldapts, or null; updates what is pending as if it passed. */
-  const refuse = (frame: Buffer): LdapFailure | null => {
+  /** `frame`'s envelope if it may pass, else why not; updates what is pending as if it passed. */
+  const vet = (frame: Buffer): Envelope | LdapFailure => {
     const envelope = readEnvelope(frame);
     if (!envelope.ok) return outOfProtocol(`malformed LDAP message: ${envelope.reason}`);
     const { id, op } = envelope.value;
@@ -126,7 +137,16 @@ export function guardFrames(socket: Socket, maxMessageBytes = MAX_MESSAGE_BYTES)
     if (expected === undefined || !expected.allowed.includes(op.tag))
       return outOfProtocol(`protocolOp ${hex(op.tag)} in answer to ${hex(request)}`);
     if (op.tag === expected.last) pending.delete(id);
-    return null;
+    return envelope.value;
+  };
+
+  /** Counts `frame` (whole, vetted) as sent and forwards it. */
+  const forward = (id: number, tag: number, frame: Buffer) => {
+    if (ANSWERS.has(tag)) pending.set(id, tag);
+    // RFC 4511 §4.3: after UnbindRequest nothing more is read; the connection is closing.
+    if (tag === OP.unbindRequest) closing = true;
+    highestSent = Math.max(highestSent, id);
+    socket.write(frame);
   };
 
   // ldapts → directory: a request counts as sent once the guard has it whole and has forwarded it.
@@ -138,11 +158,9 @@ export function guardFrames(socket: Socket, maxMessageBytes = MAX_MESSAGE_BYTES)
       const envelope = readEnvelope(frame);
       if (!envelope.ok) return end(outOfProtocol(`our own request: ${envelope.reason}`));
       const { id, op } = envelope.value;
-      if (ANSWERS.has(op.tag)) pending.set(id, op.tag);
-      // RFC 4511 §4.3: after UnbindRequest nothing more is read; the connection is closing.
-      if (op.tag === OP.unbindRequest) closing = true;
-      highestSent = Math.max(highestSent, id);
-      socket.write(frame);
+      // Two requests in flight under one id could not be told apart by their answers.
+      if (pending.has(id)) return end(outOfProtocol(`our own request: message id ${id} is in flight`));
+      forward(id, op.tag, frame);
     }
   });
   ours.on('end', () => socket.end());
@@ -155,11 +173,22 @@ export function guardFrames(socket: Socket, maxMessageBytes = MAX_MESSAGE_BYTES)
     if (failed !== null || closing) return;
     const split = inbound.push(chunk);
     if (!split.ok) return end(outOfProtocol(split.reason));
+    const envelopes: Envelope[] = [];
     for (const frame of split.value) {
-      const refusal = refuse(frame);
-      if (refusal !== null) return end(refusal);
+      const verdict = vet(frame);
+      if (verdict instanceof LdapFailure) return end(verdict);
+      envelopes.push(verdict);
     }
-    for (const frame of split.value) ours.write(frame);
+    split.value.forEach((frame, i) => {
+      const { id, op } = envelopes[i] as Envelope;
+      const request = own.get(id);
+      if (request === undefined) {
+        ours.write(frame);
+        return;
+      }
+      if (op.tag === request.last) own.delete(id);
+      request.answer(frame, op);
+    });
   });
   socket.on('error', (err) => {
     if (closing) return;
@@ -188,5 +217,17 @@ export function guardFrames(socket: Socket, maxMessageBytes = MAX_MESSAGE_BYTES)
     destroy();
   };
 
-  return { stream: theirs, ended, failure: () => failed, close, destroy };
+  const send = (encode: (messageId: number) => Buffer, answer: (frame: Buffer, op: Element) => void) => {
+    if (failed !== null || closing) return;
+    const id = (highestSent % MAX_MESSAGE_ID) + 1;
+    const frame = encode(id);
+    const envelope = readEnvelope(frame);
+    const expected = envelope.ok ? ANSWERS.get(envelope.value.op.tag) : undefined;
+    if (!envelope.ok || envelope.value.id !== id || expected === undefined)
+      return end(outOfProtocol('our own request: not a request with the id it was given'));
+    own.set(id, { answer, last: expected.last });
+    forward(id, envelope.value.op.tag, frame);
+  };
+
+  return { stream: theirs, ended, failure: () => failed, close, destroy, send };
 }

@@ -1,300 +1,176 @@
-// Reads the directory's groups for the group sync (contract §11), as plain records: through the same
-// guarded connection as a login (connection.ts: our TLS or StartTLS, the frame guard under ldapts,
-// one deadline), bound as the service account (§8), with paged searches only (RFC 2696), and never
-// writing. What clubhouse makes of the records (usernames canonicalised, the plan, the transaction)
-// is the domain's (groups/sync.ts); a value that cannot be read back to a username is skipped here
-// and reported, never a crash.
+// Reads the directory's groups for the group sync (contract §11): through the same guarded
+// connections as a login (connection.ts: our TLS or StartTLS, the frame guard, one deadline), bound
+// as the service account (§8), with paged searches only (RFC 2696), and never writing. What
+// clubhouse makes of the records (usernames canonicalised, the plan, the transaction) is the
+// domain's (groups/sync.ts); a value that cannot be read back to a username is skipped and
+// reported, never a crash.
 //
-// Member DNs (member, uniqueMember, owner) are resolved by one paged search of the user base
-// (LDAP_BASE_DN) for every entry with the username attribute, answered into a map by DN as dn.ts
-// compares names: one round trip per page of users, where one search per member DN would be 100 000
-// round trips for 100 000 memberships. A DN outside the user base, or not found there, is skipped.
-import type { Client, Entry } from 'ldapts';
+// Two connections, so that the directory works on one search while we take the other's answers:
+// the groups on the first; on the second the classroom search, then (once a group names a member
+// by DN) the user base, whose entries read member DNs back to usernames. OpenLDAP keeps one paged
+// search per connection (paged-search.ts), hence two connections, not two searches on one.
+//
+// The read keeps the entries as answered, with a digest of them; the records are made of them on
+// demand (group-records.ts). A run whose digest is the one the last writing run recorded needs no
+// records at all (groups/sync-shortcut.ts): the same answers make the same records.
+import { createHash, type Hash } from 'node:crypto';
 import type { LoginFailure } from '../authenticator.ts';
 import { backendTls } from '../tls.ts';
 import { bindServiceAccount, type LdapSettings } from './authenticator.ts';
-import { withLdapConnection } from './connection.ts';
-import { dnKey, isUnderBase, parseDn } from './dn.ts';
-import { outOfProtocol } from './errors.ts';
+import type { Element } from './ber.ts';
+import { type LdapConnection, withLdapConnections } from './connection.ts';
+import {
+  type AnsweredEntry,
+  type DirectoryRecords,
+  groupRecords,
+  type RecordSettings,
+} from './group-records.ts';
+import { type PagedSearch, pagedSearch } from './paged-search.ts';
+import { readSearchEntry } from './search-ber.ts';
 
 /** How the sync finds and reads the groups (contract §11), besides the directory and its account. */
-export interface GroupDirectorySettings {
+export interface GroupDirectorySettings extends RecordSettings {
   /** The directory, TLS and the service account (§8); `baseDn` is the user base member DNs are under. */
   readonly ldap: Pick<LdapSettings, 'url' | 'security' | 'caFile' | 'bindDn' | 'bindPassword' | 'baseDn'>;
-  readonly groupBaseDn: string;
   readonly groupFilter: string;
   /** Entries matching both filters are classrooms (type 1); null: none is. */
   readonly classroomFilter: string | null;
-  readonly usernameAttribute: string;
   /** The directory's identity of an entry: `entryUUID` (operational, asked for by name) or `objectGUID`. */
   readonly idAttribute: string;
-  readonly shortDescriptionAttribute: string | null;
-  readonly activitiesAttribute: string | null;
   /** One deadline over the whole read: connect, TLS, bind and every page. */
   readonly timeoutMs: number;
   readonly pageSize: number;
 }
 
-/** One group entry as the directory has it. */
-export interface DirectoryGroupRecord {
-  /** The id attribute's value (objectGUID as its usual text form), lower case. */
-  readonly externalId: string;
-  readonly dn: string;
-  /** `cn`'s first value; '' when absent. */
-  readonly name: string;
-  readonly description: string;
-  readonly shortDescription: string;
-  readonly activities: string;
-  readonly classroom: boolean;
-  /** Usernames as the directory spells them: member DNs read back, and memberUid values. */
-  readonly members: readonly string[];
-  /** Usernames of the owner DNs (administrators). */
-  readonly owners: readonly string[];
-}
-
-/** A value the read could not use: the entry, the value, and why. */
-export interface DirectorySkip {
-  readonly entry: string;
-  readonly value: string | null;
-  readonly reason: string;
-}
-
 type DirectoryRead =
   | {
       readonly ok: true;
-      readonly groups: readonly DirectoryGroupRecord[];
-      readonly skipped: readonly DirectorySkip[];
       /** Entries read: groups, the classroom search's, and user entries (for the bench's figures). */
       readonly entries: number;
+      /**
+       * Of every entry answered, search by search, and of the settings that make records of them:
+       * two reads with the same digest make the same records, or fail alike.
+       */
+      readonly digest: string;
+      /** The records (made once, when first asked), or why the answers cannot be used. */
+      records(): DirectoryRecords;
     }
   | { readonly ok: false; readonly failure: LoginFailure; readonly reason: string };
+
+/**
+ * The version of how records are made of the answers (group-records.ts, group-entries.ts,
+ * member-dns.ts, dn.ts, search-ber.ts): bump it when that changes, so that no digest of answers
+ * read under the old rules matches.
+ */
+const RECORD_RULES = 1;
 
 /** A group entry's answer can hold thousands of member DNs: far more than a login's answers. */
 const MAX_GROUP_MESSAGE_BYTES = 16 * 1024 * 1024;
 
-/** Attribute values by lower-case type: ldapts keys them as the server spelled the type. */
-function attributes(entry: Entry): Map<string, (string | Buffer)[]> {
-  const out = new Map<string, (string | Buffer)[]>();
-  for (const [type, value] of Object.entries(entry)) {
-    if (type === 'dn') continue;
-    out.set(type.toLowerCase(), Array.isArray(value) ? value : [value]);
-  }
-  return out;
-}
+/** Attribute types that name members or owners by DN. */
+const DN_TYPES = new Set(['member', 'uniquemember', 'owner']);
+const NO_BINARY: ReadonlySet<string> = new Set();
 
-const text = (value: string | Buffer | undefined): string =>
-  value === undefined ? '' : typeof value === 'string' ? value : value.toString('utf8');
-
-/** Active Directory's objectGUID: 16 bytes, the first three fields little-endian in its text form. */
-function guidText(bytes: Buffer): string | null {
-  if (bytes.length !== 16) return null;
-  const hex = (from: number, to: number, reverse: boolean) => {
-    const part = Buffer.from(bytes.subarray(from, to));
-    return (reverse ? part.reverse() : part).toString('hex');
-  };
-  return [hex(0, 4, true), hex(4, 6, true), hex(6, 8, true), hex(8, 10, false), hex(10, 16, false)].join('-');
-}
-
-/** The entry's identity as text, or null when it has none we can read. */
-function externalIdOf(values: (string | Buffer)[] | undefined, binary: boolean): string | null {
-  const value = values?.[0];
-  if (value === undefined) return null;
-  if (binary) return Buffer.isBuffer(value) ? guidText(value) : null;
-  const id = text(value).trim().toLowerCase();
-  return id === '' ? null : id;
-}
-
-/** RFC 4517 §3.3.21: uniqueMember is a DN with an optional `#'0101'B` unique identifier. */
-const stripUid = (value: string) => value.replace(/#'[01]*'B$/, '');
-
-/** Every entry of a paged search (RFC 2696), page by page; references are not followed. */
-async function* pagedEntries(
-  client: Client,
-  base: string,
-  filter: string,
-  attributesAsked: string[],
+/** The read itself, on two bound connections (see the header). */
+async function readGroups(
+  [groups, second]: readonly LdapConnection[],
   settings: GroupDirectorySettings,
-  binary: readonly string[] = [],
-): AsyncGenerator<Entry> {
-  const pages = client.searchPaginated(base, {
-    scope: 'sub',
+): Promise<DirectoryRead> {
+  if (groups === undefined || second === undefined) throw new Error('two connections expected');
+  await Promise.all([groups, second].map(({ client }) => bindServiceAccount(client, settings.ldap)));
+  const search = (base: string, filter: string, attributes: readonly string[]): PagedSearch => ({
+    base,
     filter,
-    attributes: attributesAsked,
-    explicitBufferAttributes: [...binary],
-    paged: { pageSize: settings.pageSize },
+    attributes,
+    pageSize: settings.pageSize,
   });
-  for await (const page of pages) yield* page.searchEntries;
-}
-
-/** Fails the read when the directory answers an entry outside the base it was asked about. */
-function underBase(dn: string, base: ReturnType<typeof parseDn>, what: string) {
-  const parsed = parseDn(dn);
-  if (parsed === null) throw outOfProtocol(`an entry's DN does not parse: ${dn}`);
-  if (base === null || !isUnderBase(parsed, base)) throw outOfProtocol(`an entry outside ${what}: ${dn}`);
-  return parsed;
-}
-
-/** The read itself, on a bound connection. */
-async function readGroups(client: Client, settings: GroupDirectorySettings): Promise<DirectoryRead> {
-  await bindServiceAccount(client, settings.ldap);
-  const groupBase = parseDn(settings.groupBaseDn);
-  const userBase = parseDn(settings.ldap.baseDn ?? '');
-  if (groupBase === null) throw outOfProtocol('LDAP_GROUP_BASE_DN is not a DN');
-  if (userBase === null) throw outOfProtocol('LDAP_BASE_DN is not a DN');
-  const idType = settings.idAttribute.toLowerCase();
-  const binaryId = idType === 'objectguid';
-  const binary = binaryId ? [settings.idAttribute] : [];
-  const usernameType = settings.usernameAttribute.toLowerCase();
-  const named = (name: string | null) => (name === null ? null : name.toLowerCase());
-  const shortType = named(settings.shortDescriptionAttribute);
-  const activitiesType = named(settings.activitiesAttribute);
-  const skipped: DirectorySkip[] = [];
-  let entries = 0;
-
-  interface Raw {
-    readonly externalId: string;
-    readonly dn: string;
-    readonly values: Map<string, (string | Buffer)[]>;
-  }
-  const raws: Raw[] = [];
+  const answers = {
+    groups: [] as AnsweredEntry[],
+    classrooms: [] as AnsweredEntry[],
+    users: [] as AnsweredEntry[],
+  };
+  const hashes = {
+    groups: createHash('sha256'),
+    classrooms: createHash('sha256'),
+    users: createHash('sha256'),
+  };
+  const keep = (into: AnsweredEntry[], hash: Hash) => (frame: Buffer, op: Element) => {
+    into.push({ frame, op });
+    // The entry's content: its name and attributes, without the message id (which varies).
+    hash.update(frame.subarray(op.start, op.end));
+  };
   const asked = ['cn', 'description', settings.idAttribute, 'member', 'uniqueMember', 'memberUid', 'owner'];
   if (settings.shortDescriptionAttribute !== null) asked.push(settings.shortDescriptionAttribute);
   if (settings.activitiesAttribute !== null) asked.push(settings.activitiesAttribute);
-  for await (const entry of pagedEntries(
-    client,
-    settings.groupBaseDn,
-    settings.groupFilter,
-    asked,
-    settings,
-    binary,
-  )) {
-    entries++;
-    underBase(entry.dn, groupBase, 'LDAP_GROUP_BASE_DN');
-    const values = attributes(entry);
-    const externalId = externalIdOf(values.get(idType), binaryId);
-    if (externalId === null) {
-      skipped.push({ entry: entry.dn, value: null, reason: `no readable ${settings.idAttribute}` });
-      continue;
-    }
-    // Active Directory hands out at most 1500 values of a big group's member at once (range
-    // retrieval): a partial list would remove the others, so the group is left as it is.
-    if ([...values.keys()].some((type) => /^(member|uniquemember);range=/.test(type))) {
-      skipped.push({
-        entry: entry.dn,
-        value: null,
-        reason: 'its member list comes in ranges (more values than the directory returns at once)',
-      });
-      continue;
-    }
-    raws.push({ externalId, dn: entry.dn, values });
-  }
-
-  // contract §11: classrooms are the entries matching both filters, evaluated by the directory.
-  const classrooms = new Set<string>();
-  if (settings.classroomFilter !== null) {
-    for await (const entry of pagedEntries(
-      client,
-      settings.groupBaseDn,
-      `(&${settings.groupFilter}${settings.classroomFilter})`,
-      [settings.idAttribute],
-      settings,
-      binary,
-    )) {
-      entries++;
-      underBase(entry.dn, groupBase, 'LDAP_GROUP_BASE_DN');
-      const id = externalIdOf(attributes(entry).get(idType), binaryId);
-      if (id !== null) classrooms.add(id);
-    }
-  }
-
-  // Every DN a group names, resolved at once by reading the user base (see the header). A DN is
-  // parsed once however many groups name it (100 000 memberships are a few thousand people): its
-  // key under the user base, or why it has none.
-  const dnLookups = new Map<string, { readonly key: string } | { readonly skip: string }>();
-  const lookup = (dn: string) => {
-    let found = dnLookups.get(dn);
-    if (found === undefined) {
-      const parsed = parseDn(dn);
-      if (parsed === null) found = { skip: 'not a DN' };
-      else if (!isUnderBase(parsed, userBase)) found = { skip: 'outside the user base (LDAP_BASE_DN)' };
-      else found = { key: dnKey(parsed) };
-      dnLookups.set(dn, found);
-    }
-    return found;
-  };
-  const wanted = new Map<string, string | null>();
-  const dnValues = (values: Map<string, (string | Buffer)[]>, types: string[]) =>
-    types.flatMap((type) => (values.get(type) ?? []).map((value) => stripUid(text(value))));
-  for (const raw of raws) {
-    for (const dn of dnValues(raw.values, ['member', 'uniquemember', 'owner'])) {
-      const found = lookup(dn);
-      if ('key' in found) wanted.set(found.key, null);
-    }
-  }
-  if (wanted.size > 0) {
-    for await (const entry of pagedEntries(
-      client,
-      settings.ldap.baseDn ?? '',
-      `(${settings.usernameAttribute}=*)`,
-      [settings.usernameAttribute],
-      settings,
-    )) {
-      entries++;
-      const key = dnKey(underBase(entry.dn, userBase, 'LDAP_BASE_DN'));
-      if (!wanted.has(key)) continue;
-      const username = text(attributes(entry).get(usernameType)?.[0]);
-      if (username !== '') wanted.set(key, username);
-    }
-  }
-  const resolve = (groupDn: string, dn: string): string | null => {
-    const found = lookup(dn);
-    if ('skip' in found) {
-      skipped.push({ entry: groupDn, value: dn, reason: found.skip });
-      return null;
-    }
-    const username = wanted.get(found.key) ?? null;
-    if (username === null)
-      skipped.push({
-        entry: groupDn,
-        value: dn,
-        reason: `no entry with ${settings.usernameAttribute} under the user base`,
-      });
-    return username;
-  };
-
-  const groups = raws.map(({ externalId, dn, values }): DirectoryGroupRecord => {
-    const first = (type: string | null) => (type === null ? '' : text(values.get(type)?.[0]));
-    const members: string[] = [];
-    for (const value of dnValues(values, ['member', 'uniquemember'])) {
-      const username = resolve(dn, value);
-      if (username !== null) members.push(username);
-    }
-    for (const value of values.get('memberuid') ?? []) members.push(text(value));
-    const owners: string[] = [];
-    for (const value of dnValues(values, ['owner'])) {
-      const username = resolve(dn, value);
-      if (username !== null) owners.push(username);
-    }
-    return {
-      externalId,
-      dn,
-      name: first('cn'),
-      description: first('description'),
-      shortDescription: first(shortType),
-      activities: first(activitiesType),
-      classroom: classrooms.has(externalId),
-      members,
-      owners,
+  await new Promise<void>((resolve, reject) => {
+    // contract §11: classrooms are the entries matching both filters, evaluated by the directory.
+    let onSecond =
+      settings.classroomFilter === null
+        ? Promise.resolve()
+        : pagedSearch(
+            second.guard,
+            search(settings.groupBaseDn, `(&${settings.groupFilter}${settings.classroomFilter})`, [
+              settings.idAttribute,
+            ]),
+            keep(answers.classrooms, hashes.classrooms),
+          );
+    onSecond.catch(reject);
+    let usersAsked = false;
+    const readUsers = () => {
+      usersAsked = true;
+      onSecond = onSecond.then(() =>
+        pagedSearch(
+          second.guard,
+          search(settings.ldap.baseDn ?? '', `(${settings.usernameAttribute}=*)`, [
+            settings.usernameAttribute,
+          ]),
+          keep(answers.users, hashes.users),
+        ),
+      );
+      onSecond.catch(reject);
     };
+    const keepGroup = keep(answers.groups, hashes.groups);
+    pagedSearch(groups.guard, search(settings.groupBaseDn, settings.groupFilter, asked), (frame, op) => {
+      keepGroup(frame, op);
+      if (usersAsked) return;
+      // A malformed entry names nobody here; making the records refuses it.
+      const entry = readSearchEntry(frame, op, NO_BINARY);
+      if (entry.ok && entry.value.attributes.some((a) => DN_TYPES.has(a.type) && a.values.length > 0))
+        readUsers();
+    }).then(() => onSecond.then(resolve, reject), reject);
   });
-  return { ok: true, groups, skipped, entries };
+
+  const digest = createHash('sha256').update(JSON.stringify([RECORD_RULES, interpretation(settings)]));
+  for (const hash of [hashes.groups, hashes.classrooms, hashes.users]) digest.update(hash.digest());
+  let records: DirectoryRecords | undefined;
+  return {
+    ok: true,
+    entries: answers.groups.length + answers.classrooms.length + answers.users.length,
+    digest: digest.digest('hex'),
+    records: () => {
+      records ??= groupRecords(answers, settings);
+      return records;
+    },
+  };
 }
+
+/** The settings that decide what is searched and what records are made of it (no secrets). */
+const interpretation = (settings: GroupDirectorySettings) => ({
+  groupBaseDn: settings.groupBaseDn,
+  groupFilter: settings.groupFilter,
+  classroomFilter: settings.classroomFilter,
+  userBaseDn: settings.ldap.baseDn,
+  usernameAttribute: settings.usernameAttribute,
+  idAttribute: settings.idAttribute,
+  shortDescriptionAttribute: settings.shortDescriptionAttribute,
+  activitiesAttribute: settings.activitiesAttribute,
+});
 
 /** The directory's groups, read on demand (the TLS options built once). */
 export interface GroupDirectory {
   /**
-   * Reads every group under the group base that matches the filter, with its members and owners as
-   * usernames, in one connection within one deadline; a failure anywhere is the whole read's.
+   * Reads every group under the group base that matches the filter, and the entries that say who
+   * its members and owners are, within one deadline; a failure anywhere is the whole read's.
    */
   read(): Promise<DirectoryRead>;
 }
@@ -309,10 +185,11 @@ export function groupDirectory(settings: GroupDirectorySettings): GroupDirectory
   };
   return {
     read: () =>
-      withLdapConnection<DirectoryRead>(
+      withLdapConnections<DirectoryRead>(
         endpoint,
         tls,
-        (client) => readGroups(client, settings),
+        2,
+        (connections) => readGroups(connections, settings),
         (failure, reason) => ({ ok: false, failure, reason }),
       ),
   };

@@ -43,6 +43,10 @@ export const POSTGRES_DIALECT: Dialect = {
   storedText: (value) => postgresText(value),
   lockGroups: 'LOCK TABLE groups IN SHARE ROW EXCLUSIVE MODE',
   lockUsers: 'LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE',
+  // None yet: the group sync plans every run in full here. A generation alone would not do: the
+  // sync's transaction keeps writers of groups out (lockGroups), not of memberships, and the mark
+  // assumes none wrote between its read and its commit (sql/group-sync-mark.ts).
+  groupGeneration: null,
   migrationsTable:
     'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
   isUniqueViolation: (err) => err instanceof pg.DatabaseError && err.code === '23505',

@@ -80,6 +80,12 @@ export interface Dialect {
   readonly lockGroups: string | null;
   /** The same for `users` (and for another process renaming them: it conflicts with itself). */
   readonly lockUsers: string | null;
+  /**
+   * A query answering one row, `value`: a number that every write of a group or membership (and
+   * every rename or deletion of a user) moves, in the writing transaction; null when the engine has
+   * none (the group sync then plans every run in full: sql/group-sync-mark.ts).
+   */
+  readonly groupGeneration: string | null;
   /** DDL of the table recording applied migrations. */
   readonly migrationsTable: string;
   /** True for a violation of a UNIQUE or PRIMARY KEY constraint (not a CHECK: that is a bug). */

@@ -3,9 +3,18 @@
 // answers with set-based statements, as the import does (import-data.ts): a sync of 100 000
 // memberships costs a handful of statements. Only rows that change are written: a plan that changes
 // nothing issues no write at all, so no trigger fires and SQLite's group generation does not move.
-import { LeaseLostError } from '../errors.ts';
-import type { GroupSyncState, GroupSyncStore, GroupSyncWrites, LeaseHolder } from '../group-sync-types.ts';
-import { type Column, change, type Dialect, type SqlDriver, type Steps, select } from './driver.ts';
+// Where the engine allows it, a run with the same inputs as the last writing run, on a store
+// unchanged since, answers from that run's mark without reading the state (group-sync-mark.ts).
+import type {
+  GroupSyncState,
+  GroupSyncStore,
+  GroupSyncWrites,
+  LeaseHolder,
+  SyncShortcut,
+} from '../group-sync-types.ts';
+import type { Column, Dialect, SqlDriver, Steps } from './driver.ts';
+import { markedPlan, markWritten, stateAfter } from './group-sync-mark.ts';
+import { checkLease, sqlLeases } from './lease.ts';
 import { GROUP_COLUMNS, toGroup, toMembership } from './rows.ts';
 
 const GROUP: readonly Column[] = [
@@ -154,74 +163,41 @@ function* writePlan(dialect: Dialect, writes: GroupSyncWrites, now: number): Ste
   }
 }
 
-/** The lease is still `lease`'s, held (PostgreSQL: row-locked) until this transaction ends. */
-function* checkLease(dialect: Dialect, lease: LeaseHolder): Steps<void> {
-  const { rows } = yield {
-    sql: `SELECT 1 AS held FROM sync_leases WHERE name = $1 AND holder = $2 AND expires_at > ${dialect.nowMs}${dialect.forUpdate}`,
-    params: [lease.name, lease.holder],
-  };
-  if (rows.length === 0) throw new LeaseLostError(lease.name);
-}
+/** Whether writePlan would issue any statement for `writes`. */
+const writesAny = (writes: GroupSyncWrites) => Object.values(writes).some((rows) => rows.length > 0);
 
 function* apply<P extends { readonly writes: GroupSyncWrites }>(
   dialect: Dialect,
-  usernames: readonly string[],
+  usernames: () => readonly string[],
   plan: (state: GroupSyncState) => P,
-  options: { readonly write: boolean; readonly lease: LeaseHolder | null },
+  options: {
+    readonly write: boolean;
+    readonly lease: LeaseHolder | null;
+    readonly shortcut: SyncShortcut<P> | null;
+  },
   now: number,
 ): Steps<P> {
   if (options.lease !== null) yield* checkLease(dialect, options.lease);
   // Another import, `group add` or sync queues behind this one, so the names read stay true.
   if (options.write && dialect.lockGroups !== null) yield { sql: dialect.lockGroups, params: [] };
-  const planned = plan(yield* readState(dialect, usernames));
-  if (options.write) yield* writePlan(dialect, planned.writes, now);
+  const { shortcut } = options;
+  const recorded = shortcut === null ? null : yield* markedPlan(dialect, shortcut.digest);
+  if (shortcut !== null && recorded !== null) return shortcut.replay(recorded);
+  const state = yield* readState(dialect, usernames());
+  const planned = plan(state);
+  if (!options.write || !writesAny(planned.writes)) return planned;
+  yield* writePlan(dialect, planned.writes, now);
+  if (shortcut !== null) yield* markWritten(dialect, shortcut, () => plan(stateAfter(state, planned.writes)));
   return planned;
 }
 
 /** The GroupSyncStore over `driver`. */
-export function sqlGroupSyncStore({ run, dialect }: SqlDriver): GroupSyncStore {
-  const now = dialect.nowMs;
+export function sqlGroupSyncStore(driver: SqlDriver): GroupSyncStore {
+  const { run, dialect } = driver;
   return {
     apply: (usernames, plan, options) =>
       run(apply(dialect, usernames, plan, options, Date.now()), options.write ? 'bulk' : 'snapshot'),
-    // One statement each: a free, expired or own lease is taken; a live one of another holder is not.
-    takeLease: async ({ name, holder }, ttlMs) =>
-      (await run(
-        change({
-          sql: `INSERT INTO sync_leases (name, holder, expires_at) VALUES ($1, $2, ${now} + $3)
-            ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-            WHERE sync_leases.expires_at <= ${now} OR sync_leases.holder = excluded.holder`,
-          params: [name, holder, ttlMs],
-        }),
-      )) > 0,
-    renewLease: async ({ name, holder }, ttlMs) =>
-      (await run(
-        change({
-          sql: `UPDATE sync_leases SET expires_at = ${now} + $3
-            WHERE name = $1 AND holder = $2 AND expires_at > ${now}`,
-          params: [name, holder, ttlMs],
-        }),
-      )) > 0,
-    releaseLease: async ({ name, holder }) => {
-      await run(
-        change({ sql: 'DELETE FROM sync_leases WHERE name = $1 AND holder = $2', params: [name, holder] }),
-      );
-    },
-    leaseHolder: (name) =>
-      run(
-        select(
-          {
-            sql: `SELECT holder, expires_at - ${now} AS remaining FROM sync_leases
-              WHERE name = $1 AND expires_at > ${now}`,
-            params: [name],
-          },
-          (rows) => {
-            const row = rows[0];
-            return row === undefined
-              ? null
-              : { holder: String(row['holder']), remainingMs: Number(row['remaining']) };
-          },
-        ),
-      ),
+    replayable: async (digest) => (await run(markedPlan(dialect, digest), 'snapshot')) !== null,
+    ...sqlLeases(driver),
   };
 }

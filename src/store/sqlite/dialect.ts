@@ -32,6 +32,8 @@ export const SQLITE_DIALECT: Dialect = {
   storedText: (value) => value,
   lockGroups: null,
   lockUsers: null,
+  // Moved by the triggers of migration 6 (schema.ts).
+  groupGeneration: 'SELECT value FROM group_generation',
   migrationsTable:
     'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT',
   // SQLITE_CONSTRAINT_UNIQUE (2067) and _PRIMARYKEY (1555) mean "taken": a CHECK failure (275) is a

@@ -1,0 +1,95 @@
+// The directory's side of the group sync (contract §11), before any state: each record checked with
+// the import's rules (import-fields.ts) and its usernames canonicalised as a login's (checkUsername).
+// An entry the rules refuse is skipped and reported, and its synced group left as it is (sync.ts);
+// a refused username is skipped and reported.
+import type { UsernameCase } from '../auth/username.ts';
+import type { DirectoryGroupRecord, DirectorySkip } from '../backends/ldap/group-records.ts';
+import type { ImportProblem } from '../store/errors.ts';
+import type { Group } from '../store/group-types.ts';
+import { checkGroupFields, checkUsername } from './import-fields.ts';
+
+/** A directory group as clubhouse would store it: checked fields and canonical members. */
+export interface WantedGroup {
+  readonly externalId: string;
+  readonly dn: string;
+  readonly fields: Omit<Group, 'id'>;
+  /** Canonical username → 1 (member) or 2 (administrator: an owner). */
+  readonly members: ReadonlyMap<string, 1 | 2>;
+}
+
+/** The directory's answer made ready to plan against any state (see prepareDirectory). */
+export interface PreparedDirectory {
+  readonly wanted: readonly WantedGroup[];
+  /** Identities of entries that were read but refused: their synced groups are left as they are. */
+  readonly refused: ReadonlySet<string>;
+  readonly skipped: readonly DirectorySkip[];
+  /** Every canonical username the wanted groups name (the store says which exist). */
+  readonly usernames: readonly string[];
+}
+
+/** The code points of `a` before those of `b` (the same order on every machine and locale). */
+export const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Checks the directory's records with the import's rules and canonicalises every username. */
+export function prepareDirectory(
+  records: readonly DirectoryGroupRecord[],
+  skippedByReader: readonly DirectorySkip[],
+  usernameCase: UsernameCase,
+): PreparedDirectory {
+  const skipped = [...skippedByReader];
+  const wanted: WantedGroup[] = [];
+  const refused = new Set<string>();
+  const seen = new Set<string>();
+  const usernames = new Set<string>();
+  // Each spelling is canonicalised once, however many groups name it.
+  const checkedNames = new Map<string, ReturnType<typeof checkUsername>>();
+  for (const record of records) {
+    if (seen.has(record.externalId)) {
+      skipped.push({
+        entry: record.dn,
+        value: record.externalId,
+        reason: 'the same identity as another entry',
+      });
+      refused.add(record.externalId);
+      continue;
+    }
+    seen.add(record.externalId);
+    const problems: ImportProblem[] = [];
+    const fields = checkGroupFields(
+      {
+        name: record.name,
+        description: record.description,
+        short_description: record.shortDescription,
+        activities: record.activities,
+        type: record.classroom ? 1 : 0,
+      },
+      'group',
+      problems,
+    );
+    if (fields === null) {
+      for (const problem of problems)
+        skipped.push({ entry: record.dn, value: null, reason: `${problem.path} ${problem.reason}` });
+      refused.add(record.externalId);
+      continue;
+    }
+    const members = new Map<string, 1 | 2>();
+    const add = (raw: string, status: 1 | 2) => {
+      let checked = checkedNames.get(raw);
+      if (checked === undefined) {
+        checked = checkUsername(raw, usernameCase);
+        checkedNames.set(raw, checked);
+      }
+      if ('reason' in checked) {
+        skipped.push({ entry: record.dn, value: raw, reason: `username ${checked.reason}` });
+        return;
+      }
+      // An owner is an administrator whether or not also listed as a member.
+      if (status === 2 || !members.has(checked.username)) members.set(checked.username, status);
+      usernames.add(checked.username);
+    };
+    for (const raw of record.members) add(raw, 1);
+    for (const raw of record.owners) add(raw, 2);
+    wanted.push({ externalId: record.externalId, dn: record.dn, fields, members });
+  }
+  return { wanted, refused, skipped, usernames: [...usernames].sort(byCodePoint) };
+}
