@@ -1,25 +1,23 @@
 // Settings (contract §6): parsed once, validated, frozen. Nothing else reads process.env.
-import { existsSync, readFileSync } from 'node:fs';
-import { parse as parseDotenv } from 'dotenv';
-import { customCleanEnv } from 'envalid';
 import type { ThrottleSettings } from '../auth/throttle.ts';
-import type { LdapSettings } from '../backends/ldap/authenticator.ts';
 import type { OidcSettings } from '../backends/oidc/settings.ts';
 import type { EdgeOptions } from '../http/edge.ts';
 import type { StoreOptions } from '../store/options.ts';
 import { readAuthConfig } from './auth-config.ts';
+import type { ConfiguredBackend, ConfiguredImap } from './backend-settings.ts';
 import {
-  type ConfiguredBackend,
-  type ConfiguredImap,
-  imapSettings,
-  ldapSettings,
-  type Refuse,
-} from './backend-settings.ts';
+  backendsFromEnvironment,
+  groupSyncFromEnvironment,
+  imapFromEnvironment,
+  syncLimits,
+} from './env-backends.ts';
+import { type CleanedSettings, type Env, parseSettings } from './environment.ts';
 import { ConfigError } from './error.ts';
-import { type GroupSyncConfig, groupSyncSettings } from './group-sync-config.ts';
-import { type LogLevel, SETTINGS, type UsernameCase } from './settings.ts';
+import type { GroupSyncConfig } from './group-sync-config.ts';
+import type { LogLevel, UsernameCase } from './settings.ts';
 import { type StoreSettings, storeOptions } from './store-options.ts';
 
+export { environmentWithDotenv } from './environment.ts';
 export { ConfigError } from './error.ts';
 export type { LogLevel } from './settings.ts';
 
@@ -66,133 +64,6 @@ export interface Config extends StoreSettings {
   /** Every setting of the table as parsed (for `clubhouse config check`). */
   readonly settings: CleanedSettings;
 }
-
-type Env = Readonly<Record<string, string | undefined>>;
-
-/** Reads `.env` (when present) under the real environment: a variable set in the environment wins. */
-export function environmentWithDotenv(env: Env = process.env, dotenvPath = '.env'): Env {
-  if (!existsSync(dotenvPath)) return env;
-  const fromFile = parseDotenv(readFileSync(dotenvPath));
-  return { ...fromFile, ...env };
-}
-
-/** The settings of the table parsed from `env` (surrounding white space trimmed, empty = unset). */
-function parseSettings(env: Env): CleanedSettings {
-  const trimmed: Record<string, string> = {};
-  for (const name of Object.keys(SETTINGS)) {
-    const value = env[name]?.trim();
-    if (value !== undefined && value !== '' && backendSettingRead(name, env)) trimmed[name] = value;
-  }
-  return customCleanEnv(trimmed, SETTINGS, (cleaned) => cleaned, {
-    reporter: ({ errors }) => {
-      // The first bad variable in table order, as one line naming it.
-      for (const name of Object.keys(SETTINGS)) {
-        const error = (errors as Record<string, Error | undefined>)[name];
-        if (error !== undefined) throw new ConfigError(name, error.message);
-      }
-    },
-  });
-}
-
-/**
- * contract §8: a backend kind's settings are read only when AUTH_BACKENDS lists the kind, and
- * none of them when AUTH_CONFIG describes the backends instead.
- */
-function backendSettingRead(name: string, env: Env): boolean {
-  const kind = /^(IMAP|LDAP)_/.exec(name)?.[1]?.toLowerCase();
-  if (kind === undefined && name !== 'AUTH_BACKENDS') return true;
-  if ((env['AUTH_CONFIG']?.trim() ?? '') !== '') return false;
-  if (kind === undefined) return true;
-  // contract §11: the group sync reads the LDAP_* directory, whoever checks passwords.
-  if (kind === 'ldap' && (env['LDAP_GROUP_BASE_DN']?.trim() ?? '') !== '') return true;
-  const listed = (env['AUTH_BACKENDS']?.trim() || 'imap').split(',').map((item) => item.trim().toLowerCase());
-  return listed.includes(kind);
-}
-
-/** `bindPassword` → LDAP_BIND_PASSWORD: an error names the variable the operator set. */
-function envRefuse(prefix: 'IMAP' | 'LDAP'): Refuse {
-  return (field, message) => {
-    throw new ConfigError(`${prefix}_${field.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`, message);
-  };
-}
-
-/** The IMAP server of the IMAP_* settings (contract §5); its rules are backend-settings.ts's. */
-function imapFromEnvironment(s: CleanedSettings): ConfiguredImap {
-  return imapSettings(
-    {
-      host: s.IMAP_HOST,
-      port: s.IMAP_PORT,
-      security: s.IMAP_SECURITY,
-      allowPlaintext: s.IMAP_ALLOW_PLAINTEXT,
-      caFile: s.IMAP_CA_FILE,
-      timeoutMs: s.IMAP_TIMEOUT_MS,
-      maxConcurrency: s.IMAP_MAX_CONCURRENCY,
-      queueLimit: s.IMAP_QUEUE_LIMIT,
-      forwardClientIp: s.IMAP_FORWARD_CLIENT_IP,
-    },
-    envRefuse('IMAP'),
-  );
-}
-
-/** The directory of the LDAP_* settings (contract §8). */
-function ldapFromEnvironment(s: CleanedSettings): LdapSettings {
-  return ldapSettings(
-    {
-      url: s.LDAP_URL,
-      security: s.LDAP_SECURITY,
-      allowPlaintext: s.LDAP_ALLOW_PLAINTEXT,
-      caFile: s.LDAP_CA_FILE,
-      userDn: s.LDAP_USER_DN,
-      bindDn: s.LDAP_BIND_DN,
-      bindPassword: s.LDAP_BIND_PASSWORD,
-      baseDn: s.LDAP_BASE_DN,
-      userFilter: s.LDAP_USER_FILTER,
-      timeoutMs: s.LDAP_TIMEOUT_MS,
-      maxConcurrency: s.LDAP_MAX_CONCURRENCY,
-      queueLimit: s.LDAP_QUEUE_LIMIT,
-    },
-    envRefuse('LDAP'),
-  );
-}
-
-/** The backend specs of the environment settings, in AUTH_BACKENDS order. */
-function backendsFromEnvironment(s: CleanedSettings, imap: ConfiguredImap): ConfiguredBackend[] {
-  return s.AUTH_BACKENDS.map(
-    (kind): ConfiguredBackend =>
-      kind === 'imap'
-        ? { kind, name: 'imap', domains: null, imap }
-        : { kind, name: 'ldap', domains: null, ldap: ldapFromEnvironment(s) },
-  );
-}
-
-const syncLimits = (s: CleanedSettings) => ({
-  timeoutMs: s.GROUP_SYNC_TIMEOUT_MS,
-  pageSize: s.GROUP_SYNC_PAGE_SIZE,
-});
-
-/** The group sync of the LDAP_GROUP_* settings over the LDAP_* directory, or null (§11). */
-function groupSyncFromEnvironment(s: CleanedSettings) {
-  if (s.LDAP_GROUP_BASE_DN === undefined) return null;
-  const directory = groupSyncSettings(
-    {
-      baseDn: s.LDAP_GROUP_BASE_DN,
-      filter: s.LDAP_GROUP_FILTER,
-      classroomFilter: s.LDAP_GROUP_CLASSROOM_FILTER,
-      usernameAttribute: s.LDAP_USERNAME_ATTRIBUTE,
-      idAttribute: s.LDAP_GROUP_ID_ATTRIBUTE,
-      shortDescriptionAttribute: s.LDAP_GROUP_SHORT_DESCRIPTION_ATTRIBUTE,
-      activitiesAttribute: s.LDAP_GROUP_ACTIVITIES_ATTRIBUTE,
-    },
-    ldapFromEnvironment(s),
-    syncLimits(s),
-    envRefuse('LDAP'),
-  );
-  return { backend: 'ldap', directory };
-}
-
-type CleanedSettings = ReturnType<typeof cleanSettings>;
-// Only for its type: what customCleanEnv returns for SETTINGS.
-const cleanSettings = (env: Record<string, string>) => customCleanEnv(env, SETTINGS, (cleaned) => cleaned);
 
 /** Parses and validates every setting; throws `ConfigError` naming the first bad variable. */
 export function loadConfig(env: Env): Config {
