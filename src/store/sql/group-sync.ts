@@ -14,6 +14,7 @@ import type {
 } from '../group-sync-types.ts';
 import type { Column, Dialect, SqlDriver, Steps } from './driver.ts';
 import { markedPlan, markWritten, stateAfter } from './group-sync-mark.ts';
+import { MEMBERSHIP, upsertMemberships } from './import-data.ts';
 import { checkLease, sqlLeases } from './lease.ts';
 import { GROUP_COLUMNS, toGroup, toMembership } from './rows.ts';
 
@@ -28,11 +29,6 @@ const GROUP: readonly Column[] = [
 ];
 const ID: readonly Column[] = [['id', 'integer']];
 const USERNAME: readonly Column[] = [['username', 'text']];
-const MEMBERSHIP: readonly Column[] = [
-  ['username', 'text'],
-  ['group_id', 'integer'],
-  ['status', 'smallint'],
-];
 
 /** Reads what the planner needs: every group, the synced groups' memberships, the known usernames. */
 function* readState(dialect: Dialect, usernames: readonly string[]): Steps<GroupSyncState> {
@@ -151,15 +147,7 @@ function* writePlan(dialect: Dialect, writes: GroupSyncWrites, now: number): Ste
   if (writes.addMemberships.length > 0) {
     // An administrator's `member set` on a synced group between the read and this write: the
     // directory's answer stands (contract §11: synced memberships follow the directory).
-    yield {
-      sql: `INSERT INTO memberships (username, group_id, status) SELECT f.username, f.group_id, f.status
-        FROM ${dialect.rows(1, MEMBERSHIP)} WHERE true
-        ON CONFLICT (username, group_id) DO UPDATE SET status = excluded.status`,
-      params: dialect.bulk(
-        MEMBERSHIP,
-        writes.addMemberships.map((m) => [m.username, m.group, m.status]),
-      ),
-    };
+    yield* upsertMemberships(dialect, writes.addMemberships);
   }
 }
 
