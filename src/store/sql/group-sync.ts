@@ -5,13 +5,7 @@
 // nothing issues no write at all, so no trigger fires and SQLite's group generation does not move.
 // Where the engine allows it, a run with the same inputs as the last writing run, on a store
 // unchanged since, answers from that run's mark without reading the state (group-sync-mark.ts).
-import type {
-  GroupSyncState,
-  GroupSyncStore,
-  GroupSyncWrites,
-  LeaseHolder,
-  SyncShortcut,
-} from '../group-sync-types.ts';
+import type { ApplyOptions, GroupSyncState, GroupSyncStore, GroupSyncWrites } from '../group-sync-types.ts';
 import type { Column, Dialect, SqlDriver, Steps } from './driver.ts';
 import { markedPlan, markWritten, stateAfter } from './group-sync-mark.ts';
 import { MEMBERSHIP, upsertMemberships } from './import-data.ts';
@@ -158,11 +152,7 @@ function* apply<P extends { readonly writes: GroupSyncWrites }>(
   dialect: Dialect,
   usernames: () => readonly string[],
   plan: (state: GroupSyncState) => P,
-  options: {
-    readonly write: boolean;
-    readonly lease: LeaseHolder | null;
-    readonly shortcut: SyncShortcut<P> | null;
-  },
+  options: ApplyOptions<P>,
   now: number,
 ): Steps<P> {
   if (options.lease !== null) yield* checkLease(dialect, options.lease);
