@@ -151,7 +151,7 @@ describe('npm run demo', () => {
       });
       const resumed = await person.request(posted.location ?? '');
       assert.ok(resumed.location?.startsWith(`${url}/api/auth/oidc/demo/callback?`), resumed.location ?? '');
-      const back = await person.request(resumed.location);
+      const back = await person.request(resumed.location ?? '');
       assert.equal(back.status, 302);
       assert.equal(back.location, `${url}/`);
       const check = await person.request(`${url}/api/auth/check`);
