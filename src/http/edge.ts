@@ -44,6 +44,8 @@ export interface EdgeOptions {
   readonly keepAliveTimeoutMs: number;
   /** Runs one request's reads from memory with one look at other processes' commits (Stores.atOnce). */
   readonly atOnce: <T>(work: () => T) => T;
+  /** The shared look the reads from memory wait for first (Stores.look). */
+  readonly look?: () => Promise<void>;
 }
 
 export interface Edge {
@@ -95,6 +97,7 @@ export async function createEdge(options: EdgeOptions): Promise<Edge> {
         logger,
         accessLog: options.accessLog,
         atOnce: options.atOnce,
+        ...(options.look === undefined ? {} : { look: options.look }),
         closing: () => lifecycle.closing,
       }),
       logger,

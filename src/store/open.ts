@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { type OpenOptions, type StoreOptions, storeTls } from './options.ts';
 import type { RedisStores } from './redis/store.ts';
+import { SharedLook } from './shared-look.ts';
 import { openSqliteDatabase } from './sqlite/driver.ts';
 import { migrateSqlite } from './sqlite/schema.ts';
 import { openSqliteStores } from './sqlite/store.ts';
@@ -33,6 +34,7 @@ export async function openDatabase(
   const opened = await openPostgresStores(postgresConnection(database.target, database.transactionPooler), {
     migrate: open.migrate,
     onError: (err) => open.onError?.('database', err),
+    groupJson: open.groupJson,
   });
   return Object.assign(opened, { tls });
 }
@@ -47,6 +49,10 @@ export async function openStores(options: StoreOptions, open: OpenOptions = {}):
     redis = await openRedisStores(options.sessions.target, {
       keyPrefix: options.sessions.keyPrefix,
       onError: (err) => open.onError?.('sessions', err),
+      // PostgreSQL's shared look (with the group cache): sessions join it (issue 24).
+      ...('sharedLook' in database && database.sharedLook instanceof SharedLook
+        ? { look: database.sharedLook }
+        : {}),
     });
   } catch (err) {
     await database.close();

@@ -218,6 +218,12 @@ export interface Stores {
    * other processes committed (SQLite: one read of the WAL-index header); absent: no such caches.
    */
   readonly atOnce?: <T>(work: () => T) => T;
+  /**
+   * Present when the in-memory answers need a look at the store itself (PostgreSQL, Redis: issue 24):
+   * resolves once a look that began after the call has been applied (shared-look.ts); only then are
+   * atOnce's answers exact for a request that arrived before the call. Rejects when the look failed.
+   */
+  readonly look?: () => Promise<void>;
   /** A secret shared by every instance on this database (keys the throttle's fingerprints). */
   secretKey(): Promise<Buffer>;
   /** Throws when a store cannot answer; names it. */

@@ -4,6 +4,8 @@
 // (sql/rows.ts reads them).
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
+import type { GroupJson } from '../group-types.ts';
+import { SharedLook } from '../shared-look.ts';
 import { sqlFlowStore } from '../sql/flows.ts';
 import { sqlGroupSyncStore } from '../sql/group-sync.ts';
 import { GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
@@ -13,6 +15,7 @@ import { sqlUsernameMaintenance } from '../sql/usernames.ts';
 import { secretKey, sqlUserStore } from '../sql/users.ts';
 import type { Stores } from '../types.ts';
 import { createPool, type PostgresConnection, postgresConnection, postgresDriver, query } from './driver.ts';
+import { cachedPostgresGroups } from './groups.ts';
 import { migratePostgres } from './schema.ts';
 
 /**
@@ -25,23 +28,31 @@ export interface PostgresOptions {
   readonly migrate?: boolean;
   /** Hears of idle connections that broke (logged; the pool replaces them). */
   readonly onError?: (err: Error) => void;
+  /** The group answers to keep in memory, made exact by a shared look (issue 24); absent: none. */
+  readonly groupJson?: GroupJson;
 }
 
 /** Opens the PostgreSQL stores, migrating first unless told not to. */
 export async function openPostgresStores(
   target: string | PostgresConnection,
   options: PostgresOptions = {},
-): Promise<Stores & { readonly pool: pg.Pool }> {
+): Promise<Stores & { readonly pool: pg.Pool; readonly sharedLook?: SharedLook }> {
   const connection = typeof target === 'string' ? postgresConnection(target) : target;
   if (options.migrate !== false) await migratePostgres(connection);
   const pool = createPool(connection, options.onError);
   await refuseUnsupportedStartup(pool);
   const driver = postgresDriver(pool);
+  // Issue 24: with the group answers kept in memory, every answer from memory waits for a shared look.
+  const look = options.groupJson === undefined ? null : new SharedLook();
   return {
     pool,
+    ...(look === null ? {} : lookStores(look)),
     users: sqlUserStore(driver),
     usernames: sqlUsernameMaintenance(driver),
-    groups: sqlGroupStore(driver),
+    groups:
+      look === null || options.groupJson === undefined
+        ? sqlGroupStore(driver)
+        : cachedPostgresGroups(pool, driver, look, options.groupJson),
     groupSync: sqlGroupSyncStore(driver),
     sessions: sqlSessionStore(driver),
     throttle: sqlThrottleStore(driver),
@@ -53,6 +64,15 @@ export async function openPostgresStores(
     close: async () => {
       if (!pool.ended) await pool.end();
     },
+  };
+}
+
+/** The Stores members of a shared look (the look itself kept for a session store in Redis to join). */
+function lookStores(look: SharedLook) {
+  return {
+    sharedLook: look,
+    look: () => look.wait(),
+    atOnce: <T>(work: () => T): T => look.atOnce(work),
   };
 }
 
