@@ -35,6 +35,7 @@ export async function openDatabase(
     migrate: open.migrate,
     onError: (err) => open.onError?.('database', err),
     groupJson: open.groupJson,
+    sessionsElsewhere: options.sessions !== null,
   });
   return Object.assign(opened, { tls });
 }

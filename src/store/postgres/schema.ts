@@ -6,6 +6,7 @@ import pg from 'pg';
 import { stepAsync } from '../sql/driver.ts';
 import { groupSyncMigration } from '../sql/group-sync-schema.ts';
 import { type Migration, migrate } from '../sql/migrate.ts';
+import { GROUP_GENERATION, SESSION_DELETION_LOG } from './cache-schema.ts';
 import { POSTGRES_DIALECT } from './dialect.ts';
 import {
   mapPostgresError,
@@ -128,34 +129,8 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX oidc_flows_by_expiry ON oidc_flows (expires_at);
     `,
   },
-  {
-    version: 7,
-    name: 'group generation',
-    sql: `
-      -- As SQLite's version 6 (issue 24): every instance keeps the answers of the group endpoints in
-      -- memory (postgres/groups.ts); any change they depend on moves this number in the changing
-      -- transaction, so that every instance's next look drops its cache. Statement triggers: one bump
-      -- per statement, cascades included (they run their own statements on memberships); TRUNCATE too.
-      -- The row lock orders the bumps as their transactions commit.
-      CREATE TABLE group_generation (
-        id integer PRIMARY KEY CHECK (id = 1),
-        value bigint NOT NULL
-      );
-      INSERT INTO group_generation (id, value) VALUES (1, 0);
-      CREATE FUNCTION bump_group_generation() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        UPDATE group_generation SET value = value + 1;
-        RETURN NULL;
-      END $$;
-      CREATE TRIGGER groups_generation AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON groups
-        FOR EACH STATEMENT EXECUTE FUNCTION bump_group_generation();
-      CREATE TRIGGER memberships_generation AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON memberships
-        FOR EACH STATEMENT EXECUTE FUNCTION bump_group_generation();
-      -- Users renamed or deleted (their memberships follow by foreign key; the cache need not rely on it).
-      CREATE TRIGGER users_generation AFTER UPDATE OF username OR DELETE OR TRUNCATE ON users
-        FOR EACH STATEMENT EXECUTE FUNCTION bump_group_generation();
-    `,
-  },
+  { version: 7, name: 'group generation', sql: GROUP_GENERATION },
+  { version: 8, name: 'session deletion log', sql: SESSION_DELETION_LOG },
 ];
 
 // Any constant works; it only has to be the same for every clubhouse process on a database.

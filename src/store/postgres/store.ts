@@ -17,6 +17,7 @@ import type { Stores } from '../types.ts';
 import { createPool, type PostgresConnection, postgresConnection, postgresDriver, query } from './driver.ts';
 import { cachedPostgresGroups } from './groups.ts';
 import { migratePostgres } from './schema.ts';
+import { cachedPostgresSessions } from './sessions.ts';
 
 /**
  * The SQL of the two group endpoints as PostgreSQL runs them (test/store/postgres.test.ts, plans).
@@ -30,6 +31,8 @@ export interface PostgresOptions {
   readonly onError?: (err: Error) => void;
   /** The group answers to keep in memory, made exact by a shared look (issue 24); absent: none. */
   readonly groupJson?: GroupJson;
+  /** The sessions are kept elsewhere (Redis): not cached here, and no look at their log. */
+  readonly sessionsElsewhere?: boolean;
 }
 
 /** Opens the PostgreSQL stores, migrating first unless told not to. */
@@ -54,7 +57,10 @@ export async function openPostgresStores(
         ? sqlGroupStore(driver)
         : cachedPostgresGroups(pool, driver, look, options.groupJson),
     groupSync: sqlGroupSyncStore(driver),
-    sessions: sqlSessionStore(driver),
+    sessions:
+      look === null || options.sessionsElsewhere === true
+        ? sqlSessionStore(driver)
+        : cachedPostgresSessions(pool, driver, look),
     throttle: sqlThrottleStore(driver),
     flows: sqlFlowStore(driver),
     secretKey: () => driver.run(secretKey(randomBytes(32))),
