@@ -22,7 +22,7 @@ import { frameworkErrorsHandler, installErrorHandling } from './errors.ts';
 import { responseHeaders } from './headers.ts';
 import type { Metrics } from './metrics.ts';
 import { nodeServerFactory } from './node-server.ts';
-import { FastRoutes, rawReads } from './raw-reads.ts';
+import { FastRoutes, type RawReadDeps, rawReads } from './raw-reads.ts';
 import { requestId } from './request-id.ts';
 import { OPENAPI_INFO } from './schemas.ts';
 
@@ -43,9 +43,9 @@ export interface EdgeOptions {
   readonly requestTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
   /** Runs one request's reads from memory with one look at other processes' commits (Stores.atOnce). */
-  readonly atOnce: <T>(work: () => T) => T;
+  readonly atOnce: RawReadDeps['atOnce'];
   /** The shared look the reads from memory wait for first (Stores.look). */
-  readonly look?: () => Promise<void>;
+  readonly look?: RawReadDeps['look'];
 }
 
 export interface Edge {

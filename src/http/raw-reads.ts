@@ -41,8 +41,12 @@ export interface FastRequest {
 /** Answers a GET synchronously from memory, or undefined to leave it to the Fastify route. */
 export type FastRead = (request: FastRequest) => FastAnswer | undefined;
 
+/** The stores' in-memory answers a fast reader uses (Stores.look waits for a look at those). */
+export type CachedRead = 'sessions' | 'groups';
+
 interface FastRoute {
   readonly read: FastRead;
+  readonly reads: readonly CachedRead[];
   readonly allow: string;
   /** The route as the request metrics name it (the Fastify route's label). */
   readonly label: string;
@@ -72,9 +76,9 @@ export interface RawReadDeps {
   /** ACCESS_LOG: one line per request (access-log.ts). */
   readonly accessLog: boolean;
   /** Runs one request's reads from memory with one look at other processes' commits (Stores.atOnce). */
-  readonly atOnce: <T>(work: () => T) => T;
+  readonly atOnce: <T>(work: () => T, reads?: readonly CachedRead[]) => T;
   /** The shared look the reads from memory wait for first (Stores.look); absent: atOnce is enough. */
-  readonly look?: () => Promise<void>;
+  readonly look?: (reads: readonly CachedRead[]) => Promise<void>;
   /** True once the server is closing: then Fastify answers (503). */
   readonly closing: () => boolean;
 }
@@ -115,11 +119,12 @@ export function rawReads(deps: RawReadDeps): RawHandler {
       send(request, response, found.route, direct, started);
       return true;
     }
-    look().then(
+    const { reads } = found.route;
+    look(reads).then(
       () => {
         let result: FastAnswer | undefined;
         try {
-          result = deps.atOnce(() => found.route.read(fast));
+          result = deps.atOnce(() => found.route.read(fast), reads);
         } catch (err) {
           logger.error({ err }, 'raw read path failed');
         }

@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { type OpenOptions, type StoreOptions, storeTls } from './options.ts';
 import type { RedisStores } from './redis/store.ts';
-import { SharedLook } from './shared-look.ts';
+import type { SharedLook } from './shared-look.ts';
 import { openSqliteDatabase } from './sqlite/driver.ts';
 import { migrateSqlite } from './sqlite/schema.ts';
 import { openSqliteStores } from './sqlite/store.ts';
@@ -44,16 +44,15 @@ export async function openDatabase(
 export async function openStores(options: StoreOptions, open: OpenOptions = {}): Promise<Stores> {
   const database = (await openDatabase(options, open))!;
   if (options.sessions === null) return database;
+  // PostgreSQL's shared looks (with the group cache): the sessions in Redis join them (issue 24).
+  const looks = (database as { readonly sharedLooks?: { readonly sessions: SharedLook } }).sharedLooks;
   let redis: RedisStores;
   try {
     const { openRedisStores } = await import('./redis/store.ts');
     redis = await openRedisStores(options.sessions.target, {
       keyPrefix: options.sessions.keyPrefix,
       onError: (err) => open.onError?.('sessions', err),
-      // PostgreSQL's shared look (with the group cache): sessions join it (issue 24).
-      ...('sharedLook' in database && database.sharedLook instanceof SharedLook
-        ? { look: database.sharedLook }
-        : {}),
+      ...(looks === undefined ? {} : { look: looks.sessions }),
     });
   } catch (err) {
     await database.close();

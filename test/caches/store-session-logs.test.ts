@@ -46,14 +46,15 @@ for (const kind of ['postgres', 'redis-postgres'] as const) {
       );
     /** The reader's answer from memory after a look (undefined: not in memory). */
     const fromMemory = async (name: string) => {
-      await reader.look!();
+      await reader.look!(['sessions']);
       const sessions = reader.sessions;
       assert.ok(hasSessionCache(sessions));
-      return reader.atOnce!(() => sessions.peek(idOf(name).toString('hex'), Date.now()))?.username;
+      return reader.atOnce!(() => sessions.peek(idOf(name).toString('hex'), Date.now()), ['sessions'])
+        ?.username;
     };
     /** The reader keeps `name` in memory (a look, then a read from the store). */
     const keep = async (name: string) => {
-      await reader.look!();
+      await reader.look!(['sessions']);
       assert.equal((await reader.sessions.get(idOf(name), Date.now()))?.username, 'alice');
       assert.equal(await fromMemory(name), 'alice', `${name} is kept`);
     };

@@ -13,7 +13,7 @@ import { sqlSessionStore } from '../sql/sessions.ts';
 import { sqlThrottleStore } from '../sql/throttle.ts';
 import { sqlUsernameMaintenance } from '../sql/usernames.ts';
 import { secretKey, sqlUserStore } from '../sql/users.ts';
-import type { Stores } from '../types.ts';
+import type { CachedRead, Stores } from '../types.ts';
 import { createPool, type PostgresConnection, postgresConnection, postgresDriver, query } from './driver.ts';
 import { cachedPostgresGroups } from './groups.ts';
 import { migratePostgres } from './schema.ts';
@@ -39,28 +39,30 @@ export interface PostgresOptions {
 export async function openPostgresStores(
   target: string | PostgresConnection,
   options: PostgresOptions = {},
-): Promise<Stores & { readonly pool: pg.Pool; readonly sharedLook?: SharedLook }> {
+): Promise<Stores & { readonly pool: pg.Pool; readonly sharedLooks?: Looks }> {
   const connection = typeof target === 'string' ? postgresConnection(target) : target;
   if (options.migrate !== false) await migratePostgres(connection);
   const pool = createPool(connection, options.onError);
   await refuseUnsupportedStartup(pool);
   const driver = postgresDriver(pool);
-  // Issue 24: with the group answers kept in memory, every answer from memory waits for a shared look.
-  const look = options.groupJson === undefined ? null : new SharedLook();
+  // Issue 24: with the group answers kept in memory, every answer from memory waits for a shared look
+  // at the caches it reads.
+  const looks =
+    options.groupJson === undefined ? null : { sessions: new SharedLook(), groups: new SharedLook() };
   return {
     pool,
-    ...(look === null ? {} : lookStores(look)),
+    ...(looks === null ? {} : lookStores(looks)),
     users: sqlUserStore(driver),
     usernames: sqlUsernameMaintenance(driver),
     groups:
-      look === null || options.groupJson === undefined
+      looks === null || options.groupJson === undefined
         ? sqlGroupStore(driver)
-        : cachedPostgresGroups(pool, driver, look, options.groupJson),
+        : cachedPostgresGroups(pool, driver, looks.groups, options.groupJson),
     groupSync: sqlGroupSyncStore(driver),
     sessions:
-      look === null || options.sessionsElsewhere === true
+      looks === null || options.sessionsElsewhere === true
         ? sqlSessionStore(driver)
-        : cachedPostgresSessions(pool, driver, look),
+        : cachedPostgresSessions(pool, driver, looks.sessions),
     throttle: sqlThrottleStore(driver),
     flows: sqlFlowStore(driver),
     secretKey: () => driver.run(secretKey(randomBytes(32))),
@@ -73,12 +75,20 @@ export async function openPostgresStores(
   };
 }
 
-/** The Stores members of a shared look (the look itself kept for a session store in Redis to join). */
-function lookStores(look: SharedLook) {
+/** One shared look per cache (a check waits for the sessions' alone). */
+type Looks = Readonly<Record<CachedRead, SharedLook>>;
+
+/** The Stores members of the shared looks (kept for a session store in Redis to use the sessions'). */
+function lookStores(looks: Looks) {
   return {
-    sharedLook: look,
-    look: () => look.wait(),
-    atOnce: <T>(work: () => T): T => look.atOnce(work),
+    sharedLooks: looks,
+    look: (reads: readonly CachedRead[]): Promise<void> =>
+      reads.length === 1
+        ? looks[reads[0]!].wait()
+        : Promise.all(reads.map((read) => looks[read].wait())).then(() => {}),
+    // Only the caches looked at answer: a reader that reads another gets nothing from memory there.
+    atOnce: <T>(work: () => T, reads: readonly CachedRead[] = ['sessions', 'groups']): T =>
+      reads.reduce<() => T>((inner, read) => () => looks[read].atOnce(inner), work)(),
   };
 }
 
