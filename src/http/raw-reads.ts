@@ -119,6 +119,8 @@ export function rawReads(deps: RawReadDeps): RawHandler {
       send(request, response, found.route, direct, started);
       return true;
     }
+    // No cookie and no answer (a group page: the route's 403): no look at any store either.
+    if (fast.sessionid === undefined) return false;
     const { reads } = found.route;
     look(reads).then(
       () => {
