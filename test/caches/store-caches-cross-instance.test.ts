@@ -214,6 +214,35 @@ for (const kind of ['postgres', 'redis-postgres'] as const) {
       assert.equal(JSON.parse((await both(b, '/api/group/3', cookie)).body).member_status, -1);
     });
 
+    test('under a stream of concurrent reads on B (fills racing looks), every read begun after a write sees it', async () => {
+      const { cookie } = await loginAs(a.app.fastify, 'bob', 'pw');
+      const urls = ['/api/group/', '/api/group/1', '/api/group/3', '/api/auth/check'];
+      let stop = false;
+      // Reads that overlap the writes: they may see either side of a write, and keep the caches busy.
+      const background = Promise.all(
+        Array.from({ length: 8 }, async (_, n) => {
+          while (!stop) await ask(b.port, urls[n % urls.length]!, cookie);
+        }),
+      );
+      try {
+        for (let i = 0; i < 30; i++) {
+          const status = i % 2 === 0 ? 'member' : 'admin';
+          const name = `Biology ${i}`;
+          await cli('member', 'set', '3', 'bob', status);
+          await a.app.stores.groups.upsertGroup(group(3, name));
+          const [list, detail] = await Promise.all([
+            ask(b.port, '/api/group/', cookie),
+            ask(b.port, '/api/group/3', cookie),
+          ]);
+          assert.deepEqual(names(list.body).includes(name), true, `round ${i}: ${list.body}`);
+          assert.equal(JSON.parse(detail.body).member_status, i % 2 === 0 ? 1 : 2, `round ${i}`);
+        }
+      } finally {
+        stop = true;
+        await background;
+      }
+    });
+
     test('a session expired by the clock of B is refused by B from memory, with no log entry', async () => {
       const { cookie } = await loginAs(a.app.fastify, 'alice', 'pw');
       await warm(cookie);
