@@ -159,6 +159,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       logger,
       metrics,
       atOnce: stores.atOnce ?? ((work) => work()),
+      ...(stores.look === undefined ? {} : { look: stores.look }),
     });
     const hooks = sessionHooks(fastify, sessions);
     const cookies = { cookieSecure: config.http.cookieSecure, trustedOrigins: config.http.trustedOrigins };

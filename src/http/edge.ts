@@ -22,7 +22,7 @@ import { frameworkErrorsHandler, installErrorHandling } from './errors.ts';
 import { responseHeaders } from './headers.ts';
 import type { Metrics } from './metrics.ts';
 import { nodeServerFactory } from './node-server.ts';
-import { FastRoutes, rawReads } from './raw-reads.ts';
+import { FastRoutes, type RawReadDeps, rawReads } from './raw-reads.ts';
 import { requestId } from './request-id.ts';
 import { OPENAPI_INFO } from './schemas.ts';
 
@@ -43,7 +43,9 @@ export interface EdgeOptions {
   readonly requestTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
   /** Runs one request's reads from memory with one look at other processes' commits (Stores.atOnce). */
-  readonly atOnce: <T>(work: () => T) => T;
+  readonly atOnce: RawReadDeps['atOnce'];
+  /** The shared look the reads from memory wait for first (Stores.look). */
+  readonly look?: RawReadDeps['look'];
 }
 
 export interface Edge {
@@ -95,6 +97,7 @@ export async function createEdge(options: EdgeOptions): Promise<Edge> {
         logger,
         accessLog: options.accessLog,
         atOnce: options.atOnce,
+        ...(options.look === undefined ? {} : { look: options.look }),
         closing: () => lifecycle.closing,
       }),
       logger,

@@ -28,8 +28,13 @@ export function nodeServerFactory(
   return (handler, fastifyOptions) => {
     const server = createServer(fastifyOptions.http ?? {}, (request, response) => {
       let answered = false;
+      // A raw answer that turns out to need Fastify after all (after an asynchronous look).
+      const fallback = () => {
+        if (!response.headersSent) handler(request, response);
+        else if (!response.writableEnded) response.destroy();
+      };
       try {
-        answered = options.raw(request, response);
+        answered = options.raw(request, response, fallback);
       } catch (err) {
         // Never let the raw path take the process down: the Fastify route answers instead.
         options.logger.error({ err }, 'raw read path failed');

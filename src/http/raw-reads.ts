@@ -8,6 +8,10 @@
 // Host that ALLOWED_HOSTS refuses, a server that is closing, is left to Fastify, which answers the
 // same requests the same way: the headers come from the same builder (headers.ts), the access line
 // from access-log.ts, and test/caches/raw-reads.test.ts compares the two byte for byte.
+// Stores whose memory is made exact by a look at the store itself (Stores.look: PostgreSQL, Redis;
+// issue 24) are answered after that look: the request first reads without it (no cookie, nobody: the
+// store is never touched), then waits for the shared look, reads from memory, and otherwise hands
+// the request to Fastify (`fallback`), which asks the store: a failed look is never a stale answer.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
@@ -41,8 +45,12 @@ export interface FastRequest {
  */
 export type FastRead = (request: FastRequest) => FastAnswer | undefined;
 
+/** The stores' in-memory answers a fast reader uses (Stores.look waits for a look at those). */
+export type CachedRead = 'sessions' | 'groups';
+
 interface FastRoute {
   readonly read: FastRead;
+  readonly reads: readonly CachedRead[];
   readonly allow: string;
   /** The route as the request metrics name it (the Fastify route's label). */
   readonly label: string;
@@ -88,18 +96,27 @@ export interface RawReadDeps {
   /** ACCESS_LOG: one line per request (access-log.ts). */
   readonly accessLog: boolean;
   /** Runs one request's reads from memory with one look at other processes' commits (Stores.atOnce). */
-  readonly atOnce: <T>(work: () => T) => T;
+  readonly atOnce: <T>(work: () => T, reads?: readonly CachedRead[]) => T;
+  /** The shared look the reads from memory wait for first (Stores.look); absent: atOnce is enough. */
+  readonly look?: (reads: readonly CachedRead[]) => Promise<void>;
   /** True once the server is closing: then Fastify answers (503). */
   readonly closing: () => boolean;
 }
 
-/** Answers a request on the raw path (true), or leaves it to Fastify (false). */
-export type RawHandler = (request: IncomingMessage, response: ServerResponse) => boolean;
+/**
+ * Answers a request on the raw path (true), or leaves it to Fastify (false); having answered true, it
+ * may still hand the request to Fastify later, by calling `fallback` (after a look).
+ */
+export type RawHandler = (
+  request: IncomingMessage,
+  response: ServerResponse,
+  fallback: () => void,
+) => boolean;
 
 /** The raw read handler over the endpoints entered in `deps.routes`. */
 export function rawReads(deps: RawReadDeps): RawHandler {
   const { logger, accessLog, routes } = deps;
-  return (request, response) => {
+  return (request, response, fallback) => {
     const { method, url } = request;
     if ((method !== 'GET' && method !== 'HEAD') || url === undefined || deps.closing()) return false;
     if (!url.startsWith('/api/') || url.includes('?')) return false;
@@ -108,12 +125,50 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     const started = performance.now();
     const found = routes.find(url);
     if (found === null) return false;
-    const sessionid = readCookies(request.headers).sessionid;
-    const { read } = found.route;
-    const fast = { sessionid, params: found.params };
-    // No session, no store read (FastRead): no look at other processes' commits either.
-    const result = sessionid === undefined ? read(fast) : deps.atOnce(() => read(fast));
-    if (result === undefined) return false;
+    const fast = { sessionid: readCookies(request.headers).sessionid, params: found.params };
+    const { look } = deps;
+    if (look === undefined) {
+      // No session, no store read (FastRead): no look at other processes' commits either.
+      const result =
+        fast.sessionid === undefined ? found.route.read(fast) : deps.atOnce(() => found.route.read(fast));
+      if (result === undefined) return false;
+      send(request, response, found.route, result, started);
+      return true;
+    }
+    // Without the look: what needs no store (no cookie: contract §2, nothing is looked up).
+    const direct = found.route.read(fast);
+    if (direct !== undefined) {
+      send(request, response, found.route, direct, started);
+      return true;
+    }
+    // No cookie and no answer (a group page: the route's 403): no look at any store either.
+    if (fast.sessionid === undefined) return false;
+    const { reads } = found.route;
+    look(reads).then(
+      () => {
+        let result: FastAnswer | undefined;
+        try {
+          result = deps.atOnce(() => found.route.read(fast), reads);
+        } catch (err) {
+          logger.error({ err }, 'raw read path failed');
+        }
+        if (result === undefined) fallback();
+        else send(request, response, found.route, result, started);
+      },
+      // The store is asked by the Fastify route: its answer, or its 503 (contract §2).
+      fallback,
+    );
+    return true;
+  };
+
+  function send(
+    request: IncomingMessage,
+    response: ServerResponse,
+    route: FastRoute,
+    result: FastAnswer,
+    started: number,
+  ): void {
+    const { method, url = '' } = request;
     const id = requestId(request);
     logArrival(logger, request, id);
     const headers = responseHeaderList(
@@ -122,20 +177,12 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     );
     const { body, ascii } = result;
     const length = typeof body === 'string' && !ascii ? Buffer.byteLength(body) : body.length;
-    headers.push(
-      'allow',
-      found.route.allow,
-      'content-type',
-      JSON_CONTENT_TYPE,
-      'content-length',
-      String(length),
-    );
+    headers.push('allow', route.allow, 'content-type', JSON_CONTENT_TYPE, 'content-length', String(length));
     response.writeHead(result.status, headers);
     if (method === 'HEAD') response.end();
     else response.end(body, ascii ? 'latin1' : 'utf8');
     const ms = performance.now() - started;
-    deps.metrics.observeRequest(method, found.route.label, result.status, ms / 1000);
+    deps.metrics.observeRequest(method ?? 'GET', route.label, result.status, ms / 1000);
     if (accessLog) logCompletion(logger, request, result.status, ms, id);
-    return true;
-  };
+  }
 }

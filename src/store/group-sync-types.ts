@@ -57,6 +57,13 @@ export interface SyncShortcut<P> {
   replay(recorded: string): P;
 }
 
+/** How GroupSyncStore.apply runs: writing or not, under which lease, with which shortcut. */
+export interface ApplyOptions<P> {
+  readonly write: boolean;
+  readonly lease: LeaseHolder | null;
+  readonly shortcut: SyncShortcut<P> | null;
+}
+
 export interface GroupSyncStore {
   /**
    * One transaction: reads the state (writers of groups held off), asks `plan` what to do with it and
@@ -68,11 +75,7 @@ export interface GroupSyncStore {
   apply<P extends { readonly writes: GroupSyncWrites }>(
     usernames: () => readonly string[],
     plan: (state: GroupSyncState) => P,
-    options: {
-      readonly write: boolean;
-      readonly lease: LeaseHolder | null;
-      readonly shortcut: SyncShortcut<P> | null;
-    },
+    options: ApplyOptions<P>,
   ): Promise<P>;
   /**
    * Whether `apply` with a shortcut of `digest` would now replay rather than read the state (a

@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { type OpenOptions, type StoreOptions, storeTls } from './options.ts';
 import type { RedisStores } from './redis/store.ts';
+import type { SharedLook } from './shared-look.ts';
 import { openSqliteDatabase } from './sqlite/driver.ts';
 import { migrateSqlite } from './sqlite/schema.ts';
 import { openSqliteStores } from './sqlite/store.ts';
@@ -33,6 +34,8 @@ export async function openDatabase(
   const opened = await openPostgresStores(postgresConnection(database.target, database.transactionPooler), {
     migrate: open.migrate,
     onError: (err) => open.onError?.('database', err),
+    groupJson: open.groupJson,
+    sessionsElsewhere: options.sessions !== null,
   });
   return Object.assign(opened, { tls });
 }
@@ -41,12 +44,15 @@ export async function openDatabase(
 export async function openStores(options: StoreOptions, open: OpenOptions = {}): Promise<Stores> {
   const database = (await openDatabase(options, open))!;
   if (options.sessions === null) return database;
+  // PostgreSQL's shared looks (with the group cache): the sessions in Redis join them (issue 24).
+  const looks = (database as { readonly sharedLooks?: { readonly sessions: SharedLook } }).sharedLooks;
   let redis: RedisStores;
   try {
     const { openRedisStores } = await import('./redis/store.ts');
     redis = await openRedisStores(options.sessions.target, {
       keyPrefix: options.sessions.keyPrefix,
       onError: (err) => open.onError?.('sessions', err),
+      ...(looks === undefined ? {} : { look: looks.sessions }),
     });
   } catch (err) {
     await database.close();

@@ -201,6 +201,9 @@ export interface UsernameMaintenance {
   nonCanonical(canonical: Canonicalizer): Promise<UsernameFinding[]>;
 }
 
+/** The in-memory answers a reader uses: the sessions' (SessionCache), the groups' (GroupCache). */
+export type CachedRead = 'sessions' | 'groups';
+
 /** Everything the service keeps, opened from the settings. */
 export interface Stores {
   readonly users: UserStore;
@@ -217,7 +220,14 @@ export interface Stores {
    * Runs `work`, whose in-memory answers (SessionCache, GroupCache) then come from one look at what
    * other processes committed (SQLite: one read of the WAL-index header); absent: no such caches.
    */
-  readonly atOnce?: <T>(work: () => T) => T;
+  readonly atOnce?: <T>(work: () => T, reads?: readonly CachedRead[]) => T;
+  /**
+   * Present when the in-memory answers need a look at the store itself (PostgreSQL, Redis: issue 24):
+   * resolves once a look at the caches `reads` names, begun after the call, has been applied
+   * (shared-look.ts); only then are atOnce's answers from those caches (and only those: atOnce is
+   * given the same `reads`) exact for a request that arrived before the call. Rejects when it failed.
+   */
+  readonly look?: (reads: readonly CachedRead[]) => Promise<void>;
   /** A secret shared by every instance on this database (keys the throttle's fingerprints). */
   secretKey(): Promise<Buffer>;
   /** Throws when a store cannot answer; names it. */

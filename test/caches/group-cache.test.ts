@@ -12,16 +12,13 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { GROUP_JSON } from '../../src/groups/json.ts';
 import { ImportConflictError } from '../../src/store/errors.ts';
+import { GROUP_CACHE_LIMITS, type GroupCacheLimits } from '../../src/store/group-memory.ts';
 import type { Group, GroupCache, GroupStore } from '../../src/store/group-types.ts';
 import { sqlGroupStore } from '../../src/store/sql/groups.ts';
 import { sqlUserStore } from '../../src/store/sql/users.ts';
 import { type CommitWatch, unwatched, watchCommits } from '../../src/store/sqlite/commit-watch.ts';
 import { call, openSqliteDatabase, sqliteDriver } from '../../src/store/sqlite/driver.ts';
-import {
-  cachedSqliteGroups,
-  GROUP_CACHE_LIMITS,
-  type GroupCacheLimits,
-} from '../../src/store/sqlite/groups.ts';
+import { cachedSqliteGroups } from '../../src/store/sqlite/groups.ts';
 import { openSqliteStores } from '../../src/store/sqlite/store.ts';
 import type { Stores, UserStore } from '../../src/store/types.ts';
 

@@ -100,14 +100,19 @@ async function redisKeys(client: Redis, prefix: string): Promise<string[]> {
 
 async function dumpRedis(client: Redis, prefix: string): Promise<string> {
   const out: Record<string, unknown> = {};
-  for (const key of await redisKeys(client, prefix)) {
+  // The sessions' deletion log is not dumped, as SQLite's session_deletions is not: it holds the hashes
+  // of deleted sessions for a while, by design (redis/session-log.ts).
+  const log = [`${prefix}session-log`, `${prefix}session-log-state`];
+  for (const key of (await redisKeys(client, prefix)).filter((name) => !log.includes(name))) {
     const type = await client.type(key);
     out[key] =
       type === 'hash'
         ? await client.hgetall(key)
         : type === 'zset'
           ? await client.zrangebyscore(key, '-inf', '+inf', 'WITHSCORES')
-          : (await client.getBuffer(key))?.toString('hex');
+          : type === 'list'
+            ? await client.lrange(key, 0, -1)
+            : (await client.getBuffer(key))?.toString('hex');
   }
   return JSON.stringify(out);
 }

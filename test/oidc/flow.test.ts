@@ -162,4 +162,34 @@ describeEachStore('sign-in at an identity provider', (store) => {
       assert.ok(!dump.includes(Buffer.from(secret).toString('hex')), 'not in hex');
     }
   });
+
+  test('a disabled user is user_disabled', async () => {
+    await app.stores.users.recordLogin('dave@school.example', Date.now(), true);
+    await app.stores.users.setActive('dave@school.example', false);
+    const person = new TestBrowser(app.fastify, harness.providerFetch);
+    const { callback } = await untilCallback(person, 'school', 'dave', 'dave-provider-password');
+    assertRefused(await person.get(callback.href));
+    assert.equal(audits(app).at(-1)?.['failure'], 'user_disabled');
+    assert.equal(audits(app).at(-1)?.['username'], 'dave@school.example');
+    assert.equal(await app.stores.sessions.countActive(Date.now()), 0);
+  });
+
+  test('with ALLOW_NEW_USERS=false, a new user is not_allowed and a known one signs in', async () => {
+    const closed = await startTestApp({ env: { ...app.storeEnv, ...harness.env, ALLOW_NEW_USERS: 'false' } });
+    try {
+      const person = new TestBrowser(closed.fastify, harness.providerFetch);
+      const { callback } = await untilCallback(person, 'school', 'bob', 'bob-provider-password');
+      assertRefused(await person.get(callback.href));
+      assert.equal(audits(closed).at(-1)?.['failure'], 'not_allowed');
+      assert.equal(await closed.stores.sessions.countActive(Date.now()), 0);
+      assert.equal(await closed.stores.users.get('bob@school.example'), null);
+
+      await closed.stores.users.recordLogin('bob@school.example', Date.now(), true);
+      const again = await untilCallback(person, 'school', 'bob', 'bob-provider-password');
+      assert.equal((await person.get(again.callback.href)).location, `${PUBLIC_URL}/`);
+      assert.equal(await closed.stores.sessions.countActive(Date.now()), 1);
+    } finally {
+      await closed.close();
+    }
+  });
 });

@@ -1,7 +1,8 @@
 // Contract §10: every way a sign-in at a provider must fail, against the real provider doing the real
 // flow, with its relay rewriting what a misbehaving or impersonated provider would send. Each ends in
 // a redirect to /?signin=failed, no session, and the audit class of the cause. (The store does not
-// matter here: SQLite; flow.test.ts runs the store-dependent parts on every store.)
+// matter here: SQLite; flow.test.ts runs the parts that read or write a store, the user rules
+// included, on every store.)
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
@@ -230,36 +231,6 @@ describe('the identity', () => {
     assert.equal(failure(), 'not_allowed');
     assert.equal(await sessions(), 0);
     assert.equal(await app.stores.users.get('mallory@elsewhere.example'), null, 'no user is created');
-  });
-
-  test('a disabled user is user_disabled', async () => {
-    await app.stores.users.recordLogin('dave@school.example', Date.now(), true);
-    await app.stores.users.setActive('dave@school.example', false);
-    const person = browser();
-    const { callback } = await untilCallback(person, 'school', 'dave', 'dave-provider-password');
-    assertRefused(await person.get(callback.href));
-    assert.equal(failure(), 'user_disabled');
-    assert.equal(oidcAudits(app).at(-1)?.['username'], 'dave@school.example');
-    assert.equal(await sessions(), 0);
-  });
-
-  test('with ALLOW_NEW_USERS=false, a new user is not_allowed and a known one signs in', async () => {
-    const closed = await startTestApp({ env: { ...harness.env, ALLOW_NEW_USERS: 'false' } });
-    try {
-      const person = new TestBrowser(closed.fastify, harness.providerFetch);
-      const { callback } = await untilCallback(person, 'school', 'bob', 'bob-provider-password');
-      assertRefused(await person.get(callback.href));
-      assert.equal(oidcAudits(closed).at(-1)?.['failure'], 'not_allowed');
-      assert.equal(await closed.stores.sessions.countActive(Date.now()), 0);
-      assert.equal(await closed.stores.users.get('bob@school.example'), null);
-
-      await closed.stores.users.recordLogin('bob@school.example', Date.now(), true);
-      const again = await untilCallback(person, 'school', 'bob', 'bob-provider-password');
-      assert.equal((await person.get(again.callback.href)).location, `${PUBLIC_URL}/`);
-      assert.equal(await closed.stores.sessions.countActive(Date.now()), 1);
-    } finally {
-      await closed.close();
-    }
   });
 });
 

@@ -13,14 +13,19 @@ export interface GroupTypes {
 }
 
 /** A group entry before its member DNs are read back to usernames. */
-export interface GroupEntry {
+/** What a group entry says of the group itself, as read and as recorded (group-records.ts). */
+export interface GroupFields {
   /** The id attribute's value (objectGUID as its usual text form), lower case. */
   readonly externalId: string;
   readonly dn: string;
+  /** `cn`'s first value; '' when absent. */
   readonly name: string;
   readonly description: string;
   readonly shortDescription: string;
   readonly activities: string;
+}
+
+export interface GroupEntry extends GroupFields {
   /** member values, then uniqueMember values (its `#'…'B` suffix dropped). */
   readonly memberDns: readonly string[];
   readonly memberUids: readonly string[];

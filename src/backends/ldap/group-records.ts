@@ -8,7 +8,7 @@ import type { LoginFailure } from '../authenticator.ts';
 import type { Element } from './ber.ts';
 import { parseDn } from './dn.ts';
 import { classifyLdapError, outOfProtocol } from './errors.ts';
-import { readGroupEntry } from './group-entries.ts';
+import { type GroupFields, readGroupEntry } from './group-entries.ts';
 import { memberDns, underBase } from './member-dns.ts';
 import { readSearchEntry, type SearchEntry } from './search-ber.ts';
 
@@ -23,15 +23,7 @@ export interface RecordSettings {
 }
 
 /** One group entry as the directory has it. */
-export interface DirectoryGroupRecord {
-  /** The id attribute's value (objectGUID as its usual text form), lower case. */
-  readonly externalId: string;
-  readonly dn: string;
-  /** `cn`'s first value; '' when absent. */
-  readonly name: string;
-  readonly description: string;
-  readonly shortDescription: string;
-  readonly activities: string;
+export interface DirectoryGroupRecord extends GroupFields {
   readonly classroom: boolean;
   /** Usernames as the directory spells them: member DNs read back, and memberUid values. */
   readonly members: readonly string[];

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { stepAsync } from '../sql/driver.ts';
 import { groupSyncMigration } from '../sql/group-sync-schema.ts';
 import { type Migration, migrate } from '../sql/migrate.ts';
+import { GROUP_GENERATION, SESSION_DELETION_LOG } from './cache-schema.ts';
 import { POSTGRES_DIALECT } from './dialect.ts';
 import {
   mapPostgresError,
@@ -128,6 +129,8 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX oidc_flows_by_expiry ON oidc_flows (expires_at);
     `,
   },
+  { version: 7, name: 'group generation', sql: GROUP_GENERATION },
+  { version: 8, name: 'session deletion log', sql: SESSION_DELETION_LOG },
 ];
 
 // Any constant works; it only has to be the same for every clubhouse process on a database.

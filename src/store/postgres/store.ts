@@ -4,6 +4,8 @@
 // (sql/rows.ts reads them).
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
+import type { GroupJson } from '../group-types.ts';
+import { SharedLook } from '../shared-look.ts';
 import { sqlFlowStore } from '../sql/flows.ts';
 import { sqlGroupSyncStore } from '../sql/group-sync.ts';
 import { GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
@@ -11,9 +13,11 @@ import { sqlSessionStore } from '../sql/sessions.ts';
 import { sqlThrottleStore } from '../sql/throttle.ts';
 import { sqlUsernameMaintenance } from '../sql/usernames.ts';
 import { secretKey, sqlUserStore } from '../sql/users.ts';
-import type { Stores } from '../types.ts';
+import type { CachedRead, Stores } from '../types.ts';
 import { createPool, type PostgresConnection, postgresConnection, postgresDriver, query } from './driver.ts';
+import { cachedPostgresGroups } from './groups.ts';
 import { migratePostgres } from './schema.ts';
+import { cachedPostgresSessions } from './sessions.ts';
 
 /**
  * The SQL of the two group endpoints as PostgreSQL runs them (test/store/postgres.test.ts, plans).
@@ -25,25 +29,40 @@ export interface PostgresOptions {
   readonly migrate?: boolean;
   /** Hears of idle connections that broke (logged; the pool replaces them). */
   readonly onError?: (err: Error) => void;
+  /** The group answers to keep in memory, made exact by a shared look (issue 24); absent: none. */
+  readonly groupJson?: GroupJson;
+  /** The sessions are kept elsewhere (Redis): not cached here, and no look at their log. */
+  readonly sessionsElsewhere?: boolean;
 }
 
 /** Opens the PostgreSQL stores, migrating first unless told not to. */
 export async function openPostgresStores(
   target: string | PostgresConnection,
   options: PostgresOptions = {},
-): Promise<Stores & { readonly pool: pg.Pool }> {
+): Promise<Stores & { readonly pool: pg.Pool; readonly sharedLooks?: Looks }> {
   const connection = typeof target === 'string' ? postgresConnection(target) : target;
   if (options.migrate !== false) await migratePostgres(connection);
   const pool = createPool(connection, options.onError);
   await refuseUnsupportedStartup(pool);
   const driver = postgresDriver(pool);
+  // Issue 24: with the group answers kept in memory, every answer from memory waits for a shared look
+  // at the caches it reads.
+  const looks =
+    options.groupJson === undefined ? null : { sessions: new SharedLook(), groups: new SharedLook() };
   return {
     pool,
+    ...(looks === null ? {} : lookStores(looks)),
     users: sqlUserStore(driver),
     usernames: sqlUsernameMaintenance(driver),
-    groups: sqlGroupStore(driver),
+    groups:
+      looks === null || options.groupJson === undefined
+        ? sqlGroupStore(driver)
+        : cachedPostgresGroups(pool, driver, looks.groups, options.groupJson),
     groupSync: sqlGroupSyncStore(driver),
-    sessions: sqlSessionStore(driver),
+    sessions:
+      looks === null || options.sessionsElsewhere === true
+        ? sqlSessionStore(driver)
+        : cachedPostgresSessions(pool, driver, looks.sessions),
     throttle: sqlThrottleStore(driver),
     flows: sqlFlowStore(driver),
     secretKey: () => driver.run(secretKey(randomBytes(32))),
@@ -53,6 +72,23 @@ export async function openPostgresStores(
     close: async () => {
       if (!pool.ended) await pool.end();
     },
+  };
+}
+
+/** One shared look per cache (a check waits for the sessions' alone). */
+type Looks = Readonly<Record<CachedRead, SharedLook>>;
+
+/** The Stores members of the shared looks (kept for a session store in Redis to use the sessions'). */
+function lookStores(looks: Looks) {
+  return {
+    sharedLooks: looks,
+    look: (reads: readonly CachedRead[]): Promise<void> =>
+      reads.length === 1
+        ? looks[reads[0]!].wait()
+        : Promise.all(reads.map((read) => looks[read].wait())).then(() => {}),
+    // Only the caches looked at answer: a reader that reads another gets nothing from memory there.
+    atOnce: <T>(work: () => T, reads: readonly CachedRead[] = ['sessions', 'groups']): T =>
+      reads.reduce<() => T>((inner, read) => () => looks[read].atOnce(inner), work)(),
   };
 }
 

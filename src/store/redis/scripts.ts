@@ -12,12 +12,14 @@
 //   P throttle-pending:<key>        hash: guess id → "expires_at|fingerprint", guesses in flight,
 //                                   PEXPIRE to the latest expiry
 //   P oidc-flow:<sha256 hex>        string: a sign-in in progress (flows.ts), PEXPIRE to its expiry
+//   P session-log-state, P session-log   the deletion log of the sessions (session-log.ts)
 //
 // Writes touching several keys are these scripts, each atomic: a session and the two sorted sets
 // that index it never disagree, and a guess's admission is checked and added in one step, whatever
 // runs concurrently. The scripts derive some key names from data (a session's user), so this needs
 // a standalone Redis or Sentinel, not Redis Cluster.
 import type { Redis } from 'ioredis';
+import { LOG_DELETIONS, SESSION_LOG_SCRIPTS } from './session-log.ts';
 
 /** The key names under `prefix`. */
 export function keys(prefix: string) {
@@ -31,6 +33,8 @@ export function keys(prefix: string) {
     pending: (key: string) => `${prefix}throttle-pending:${key}`,
     knownClients: (username: string) => `${prefix}known-clients:${username}`,
     flow: (idHex: string) => `${prefix}oidc-flow:${idHex}`,
+    logState: `${prefix}session-log-state`,
+    log: `${prefix}session-log`,
   };
 }
 
@@ -43,13 +47,13 @@ interface RedisScript {
 }
 
 const SCRIPTS = {
-  // KEYS: session, user-sessions:<user>, session-expiry. ARGV: id hex, username, created_at,
+  // KEYS: session, user-sessions:<user>, session-expiry, session-log-state, session-log. ARGV: id hex, username, created_at,
   // expires_at, ttl ms, keep, session prefix, client ip ('' unknown), user agent ('' unknown). The
   // user's set drops members already expired and lives as long as its longest session; then the
   // user's oldest live sessions beyond `keep` end, in the same step (contract §9). Returns how many.
   create: {
-    keys: 3,
-    lua: `
+    keys: 5,
+    lua: `${LOG_DELETIONS}
       redis.call('HSET', KEYS[1], 'username', ARGV[2], 'created_at', ARGV[3], 'expires_at', ARGV[4])
       if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'client_ip', ARGV[8]) end
       if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'user_agent', ARGV[9]) end
@@ -59,19 +63,20 @@ const SCRIPTS = {
       if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[5]) then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end
       redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
       local excess = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[6])
-      local ended = 0
+      local ended = {}
       if excess > 0 then
         -- Scored by expiry, which is creation plus the fixed lifetime: the lowest are the oldest.
         for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, excess)) do
-          if id ~= ARGV[1] and ended < excess then
+          if id ~= ARGV[1] and #ended < excess then
             redis.call('DEL', ARGV[7] .. id)
             redis.call('ZREM', KEYS[2], id)
             redis.call('ZREM', KEYS[3], id)
-            ended = ended + 1
+            ended[#ended + 1] = id
           end
         end
       end
-      return ended`,
+      log_deletions(KEYS[4], KEYS[5], ended)
+      return #ended`,
   },
   // KEYS: user-sessions:<user>. ARGV: now, session prefix. The user's live sessions, flat: id hex,
   // created_at, expires_at, last_seen, client ip, user agent ('' for unknown) for each.
@@ -97,21 +102,24 @@ const SCRIPTS = {
       if tonumber(ARGV[1]) > seen then redis.call('HSET', KEYS[1], 'last_seen', ARGV[1]) end
       return 1`,
   },
-  // KEYS: session, session-expiry. ARGV: id hex, user-sessions prefix. 1 when the session was there.
+  // KEYS: session, session-expiry, session-log-state, session-log. ARGV: id hex, user-sessions
+  // prefix. 1 when the session was there.
   delete: {
-    keys: 2,
-    lua: `
+    keys: 4,
+    lua: `${LOG_DELETIONS}
       local username = redis.call('HGET', KEYS[1], 'username')
       redis.call('ZREM', KEYS[2], ARGV[1])
       if not username then return 0 end
       redis.call('DEL', KEYS[1])
       redis.call('ZREM', ARGV[2] .. username, ARGV[1])
+      log_deletions(KEYS[3], KEYS[4], {ARGV[1]})
       return 1`,
   },
-  // KEYS: user-sessions:<user>, session-expiry. ARGV: session prefix. Returns the sessions deleted.
+  // KEYS: user-sessions:<user>, session-expiry, session-log-state, session-log. ARGV: session
+  // prefix. Returns the sessions deleted.
   revokeUser: {
-    keys: 2,
-    lua: `
+    keys: 4,
+    lua: `${LOG_DELETIONS}
       local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
       local n = 0
       for _, id in ipairs(ids) do
@@ -119,13 +127,15 @@ const SCRIPTS = {
         redis.call('ZREM', KEYS[2], id)
       end
       redis.call('DEL', KEYS[1])
+      log_deletions(KEYS[3], KEYS[4], ids)
       return n`,
   },
-  // KEYS: session-expiry. ARGV: now, batch size, session prefix, user-sessions prefix. Deletes up to
-  // a batch of sessions expired at now (expires_at <= now, as the SQL stores); returns how many.
+  // KEYS: session-expiry, session-log-state, session-log. ARGV: now, batch size, session prefix,
+  // user-sessions prefix. Deletes up to a batch of sessions expired at now (expires_at <= now, as the
+  // SQL stores); returns how many. Logged too: another instance's clock may be behind ours.
   purgeExpired: {
-    keys: 1,
-    lua: `
+    keys: 3,
+    lua: `${LOG_DELETIONS}
       local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
       for _, id in ipairs(ids) do
         local key = ARGV[3] .. id
@@ -136,6 +146,7 @@ const SCRIPTS = {
         end
         redis.call('ZREM', KEYS[1], id)
       end
+      log_deletions(KEYS[2], KEYS[3], ids)
       return #ids`,
   },
   // KEYS: throttle:<key> (failures), throttle-pending:<key> (hash: guess id → "expires_at|fingerprint").
@@ -172,6 +183,7 @@ const SCRIPTS = {
       if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[7]) then redis.call('PEXPIRE', KEYS[2], ARGV[7]) end
       return {1}`,
   },
+  ...SESSION_LOG_SCRIPTS,
 } as const satisfies Record<string, RedisScript>;
 
 type ScriptName = keyof typeof SCRIPTS;

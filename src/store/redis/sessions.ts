@@ -18,7 +18,7 @@ export function redisSessionStore(client: Redis, k: Keys, run: Scripts): Session
       const ttlMs = Math.max(1, s.expiresAt - s.createdAt);
       const ended = await mapped(
         run.create(
-          [k.session(idHex), k.userSessions(s.username), k.expiry],
+          [k.session(idHex), k.userSessions(s.username), k.expiry, k.logState, k.log],
           [
             idHex,
             s.username,
@@ -65,10 +65,18 @@ export function redisSessionStore(client: Redis, k: Keys, run: Scripts): Session
     },
     delete: async (idHash) => {
       const idHex = idHash.toString('hex');
-      return (await mapped(run.delete([k.session(idHex), k.expiry], [idHex, k.userSessionsPrefix]))) === 1;
+      return (
+        (await mapped(
+          run.delete([k.session(idHex), k.expiry, k.logState, k.log], [idHex, k.userSessionsPrefix]),
+        )) === 1
+      );
     },
     revokeUser: async (username) =>
-      Number(await mapped(run.revokeUser([k.userSessions(username), k.expiry], [k.sessionPrefix]))),
+      Number(
+        await mapped(
+          run.revokeUser([k.userSessions(username), k.expiry, k.logState, k.log], [k.sessionPrefix]),
+        ),
+      ),
     countUser: async (username, now) =>
       await mapped(client.zcount(k.userSessions(username), `(${now}`, '+inf')),
     purgeExpired: async (now) => {
@@ -77,7 +85,10 @@ export function redisSessionStore(client: Redis, k: Keys, run: Scripts): Session
       for (;;) {
         const n = Number(
           await mapped(
-            run.purgeExpired([k.expiry], [now, PURGE_BATCH, k.sessionPrefix, k.userSessionsPrefix]),
+            run.purgeExpired(
+              [k.expiry, k.logState, k.log],
+              [now, PURGE_BATCH, k.sessionPrefix, k.userSessionsPrefix],
+            ),
           ),
         );
         purged += n;

@@ -3,10 +3,12 @@
 // and the Lua scripts are scripts.ts's; the client and its failures, driver.ts's.
 import type { Redis } from 'ioredis';
 import type { RedisTarget } from '../options.ts';
+import type { SharedLook } from '../shared-look.ts';
 import type { FlowStore, SessionStore, ThrottleStore } from '../types.ts';
 import { connectRedis, mapped } from './driver.ts';
 import { redisFlowStore } from './flows.ts';
 import { defineScripts, keys } from './scripts.ts';
+import { cachedRedisSessions } from './session-cache.ts';
 import { redisSessionStore } from './sessions.ts';
 import { redisThrottleStore } from './throttle.ts';
 
@@ -24,6 +26,8 @@ export interface RedisStoreOptions {
   readonly keyPrefix: string;
   /** Hears of connection errors (the client keeps reconnecting by itself). */
   readonly onError?: (err: Error) => void;
+  /** The database's shared look (issue 24): sessions are then kept in memory, made exact by it. */
+  readonly look?: SharedLook;
 }
 
 /** Connects and returns the Redis session and throttle stores; fails when Redis is down. */
@@ -33,7 +37,10 @@ export async function openRedisStores(target: RedisTarget, options: RedisStoreOp
   const run = defineScripts(client);
   return {
     client,
-    sessions: redisSessionStore(client, k, run),
+    sessions:
+      options.look === undefined
+        ? redisSessionStore(client, k, run)
+        : cachedRedisSessions(client, k, run, options.look),
     throttle: redisThrottleStore(client, k, run),
     flows: redisFlowStore(client, k),
     ping: async () => {

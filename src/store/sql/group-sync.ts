@@ -5,15 +5,10 @@
 // nothing issues no write at all, so no trigger fires and SQLite's group generation does not move.
 // Where the engine allows it, a run with the same inputs as the last writing run, on a store
 // unchanged since, answers from that run's mark without reading the state (group-sync-mark.ts).
-import type {
-  GroupSyncState,
-  GroupSyncStore,
-  GroupSyncWrites,
-  LeaseHolder,
-  SyncShortcut,
-} from '../group-sync-types.ts';
+import type { ApplyOptions, GroupSyncState, GroupSyncStore, GroupSyncWrites } from '../group-sync-types.ts';
 import type { Column, Dialect, SqlDriver, Steps } from './driver.ts';
 import { markedPlan, markWritten, stateAfter } from './group-sync-mark.ts';
+import { MEMBERSHIP, upsertMemberships } from './import-data.ts';
 import { checkLease, sqlLeases } from './lease.ts';
 import { GROUP_COLUMNS, toGroup, toMembership } from './rows.ts';
 
@@ -28,11 +23,6 @@ const GROUP: readonly Column[] = [
 ];
 const ID: readonly Column[] = [['id', 'integer']];
 const USERNAME: readonly Column[] = [['username', 'text']];
-const MEMBERSHIP: readonly Column[] = [
-  ['username', 'text'],
-  ['group_id', 'integer'],
-  ['status', 'smallint'],
-];
 
 /** Reads what the planner needs: every group, the synced groups' memberships, the known usernames. */
 function* readState(dialect: Dialect, usernames: readonly string[]): Steps<GroupSyncState> {
@@ -151,15 +141,7 @@ function* writePlan(dialect: Dialect, writes: GroupSyncWrites, now: number): Ste
   if (writes.addMemberships.length > 0) {
     // An administrator's `member set` on a synced group between the read and this write: the
     // directory's answer stands (contract §11: synced memberships follow the directory).
-    yield {
-      sql: `INSERT INTO memberships (username, group_id, status) SELECT f.username, f.group_id, f.status
-        FROM ${dialect.rows(1, MEMBERSHIP)} WHERE true
-        ON CONFLICT (username, group_id) DO UPDATE SET status = excluded.status`,
-      params: dialect.bulk(
-        MEMBERSHIP,
-        writes.addMemberships.map((m) => [m.username, m.group, m.status]),
-      ),
-    };
+    yield* upsertMemberships(dialect, writes.addMemberships);
   }
 }
 
@@ -170,11 +152,7 @@ function* apply<P extends { readonly writes: GroupSyncWrites }>(
   dialect: Dialect,
   usernames: () => readonly string[],
   plan: (state: GroupSyncState) => P,
-  options: {
-    readonly write: boolean;
-    readonly lease: LeaseHolder | null;
-    readonly shortcut: SyncShortcut<P> | null;
-  },
+  options: ApplyOptions<P>,
   now: number,
 ): Steps<P> {
   if (options.lease !== null) yield* checkLease(dialect, options.lease);

@@ -20,7 +20,8 @@ const USER: readonly Column[] = [
   ['username', 'text'],
   ['active', 'boolean'],
 ];
-const MEMBERSHIP: readonly Column[] = [
+/** The columns of a membership as the bulk statements pass them (import-data.ts, group-sync.ts). */
+export const MEMBERSHIP: readonly Column[] = [
   ['username', 'text'],
   ['group_id', 'integer'],
   ['status', 'smallint'],
@@ -43,6 +44,11 @@ export function* writeMemberships(
       FROM ${dialect.rows(2, [USER[0]!])} WHERE true ON CONFLICT (username) DO NOTHING`,
     params: [now, ...dialect.bulk([USER[0]!], usernames)],
   };
+  yield* upsertMemberships(dialect, memberships);
+}
+
+/** Inserts the memberships, or sets the status of those that exist; their users and groups must. */
+export function* upsertMemberships(dialect: Dialect, memberships: readonly Membership[]): Steps<void> {
   yield {
     sql: `INSERT INTO memberships (username, group_id, status) SELECT f.username, f.group_id, f.status
       FROM ${dialect.rows(1, MEMBERSHIP)} WHERE true

@@ -1,0 +1,163 @@
+// The in-memory answers of the group endpoints (issue 14), whatever the store behind them: each
+// group's JSON as the caller's GroupJson writes it (opaque bytes: the list's element, and what a
+// detail is built from), and each user's memberships (group ids and statuses, every status: the
+// detail needs pending ones too). A list is built from the JSON of the user's member and
+// administrator groups; a detail, from the group's JSON and the status. Both are bounded (oldest
+// first out). Everything kept belongs to one `generation` of the database (group_generation): when
+// to drop it is the store's exactness argument (sqlite/groups.ts, postgres/groups.ts), not this file's.
+import type { Group, GroupJson, JsonBytes, MemberStatus } from './group-types.ts';
+
+/**
+ * Bounds of the cache, in approximate bytes of memory, and the most memberships kept per user. The
+ * groups' budget holds 100 000 groups of about 300 bytes of JSON (the benchmark's database): the
+ * eviction is oldest first, so a working set just over the budget, read in rotation, would miss on
+ * every read (measured: 32 MiB left the benchmark's group list at a fifth of its cached rate).
+ */
+export const GROUP_CACHE_LIMITS = {
+  groupBytes: 48 * 1024 * 1024,
+  membershipBytes: 16 * 1024 * 1024,
+  membershipsPerUser: 1000,
+} as const;
+
+export type GroupCacheLimits = { readonly [K in keyof typeof GROUP_CACHE_LIMITS]: number };
+
+/** The same bytes (a group unchanged since it was kept). */
+const same = (a: JsonBytes, b: JsonBytes) =>
+  typeof a === 'string' ? a === b : typeof b !== 'string' && a.equals(b);
+
+/** A user's memberships: group ids ascending, and the status of each. */
+interface Memberships {
+  readonly ids: Int32Array;
+  readonly statuses: Uint8Array;
+}
+
+/** One membership row as a store read it: the group, and the user's status in it. */
+export interface MembershipRow {
+  readonly group: Group;
+  readonly status: MemberStatus;
+}
+
+/**
+ * A Map bounded by the sum of its values' weights; the oldest entries leave first. Weights are
+ * derived from the values (no wrapper object per entry), and eviction starts from the front only when
+ * over budget: iterating a Map from its start skips every entry deleted since it was last compacted.
+ */
+class WeighedMap<K, V> {
+  readonly #entries = new Map<K, V>();
+  readonly #budget: number;
+  readonly #weigh: (value: V) => number;
+  #total = 0;
+  constructor(budget: number, weigh: (value: V) => number) {
+    this.#budget = budget;
+    this.#weigh = weigh;
+  }
+  get(key: K): V | undefined {
+    return this.#entries.get(key);
+  }
+  set(key: K, value: V): void {
+    const old = this.#entries.get(key);
+    if (old !== undefined) {
+      this.#entries.delete(key);
+      this.#total -= this.#weigh(old);
+    }
+    const weight = this.#weigh(value);
+    if (weight > this.#budget) return;
+    this.#entries.set(key, value);
+    this.#total += weight;
+    while (this.#total > this.#budget) {
+      const [oldest, evicted] = this.#entries.entries().next().value as [K, V];
+      this.#entries.delete(oldest);
+      this.#total -= this.#weigh(evicted);
+    }
+  }
+  clear(): void {
+    this.#entries.clear();
+    this.#total = 0;
+  }
+}
+
+function statusOf(memberships: Memberships, id: number): MemberStatus {
+  const { ids, statuses } = memberships;
+  let low = 0;
+  let high = ids.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    const at = ids[middle]!;
+    if (at === id) return statuses[middle] as MemberStatus;
+    if (at < id) low = middle + 1;
+    else high = middle - 1;
+  }
+  return -1;
+}
+
+/** The groups and memberships of one generation of the database, as the answers' JSON. */
+export class GroupMemory {
+  readonly #json: GroupJson;
+  readonly limits: GroupCacheLimits;
+  // Approximate bytes: the JSON's (its length, JsonBytes), and the string's (a Buffer's) and the Map
+  // entry's own share.
+  readonly #groups: WeighedMap<number, JsonBytes>;
+  readonly #members: WeighedMap<string, Memberships>;
+  /** The generation everything kept was read at (NaN: none yet). */
+  generation = Number.NaN;
+
+  constructor(json: GroupJson, limits: GroupCacheLimits = GROUP_CACHE_LIMITS) {
+    this.#json = json;
+    this.limits = limits;
+    this.#groups = new WeighedMap(limits.groupBytes, (kept) =>
+      typeof kept === 'string' ? kept.length + 48 : kept.length + 200,
+    );
+    this.#members = new WeighedMap(limits.membershipBytes, (m) => 5 * m.ids.length + 160);
+  }
+
+  /** Makes `current` the generation of everything in memory, dropping what belongs to another. */
+  adopt(current: number): void {
+    if (current === this.generation) return;
+    this.#groups.clear();
+    this.#members.clear();
+    this.generation = current;
+  }
+
+  /** Keeps a group read at the current generation. */
+  keepGroup(group: Group): void {
+    const written = this.#json.group(group);
+    // Unchanged: left where it is (a re-insertion would only churn the Map).
+    const kept = this.#groups.get(group.id);
+    if (kept === undefined || !same(kept, written)) this.#groups.set(group.id, written);
+  }
+
+  /** Keeps every membership of `username` (in group order) and their groups, read at the current generation. */
+  keepUser(username: string, rows: readonly MembershipRow[]): void {
+    const ids = new Int32Array(rows.length);
+    const statuses = new Uint8Array(rows.length);
+    rows.forEach(({ group, status }, i) => {
+      ids[i] = group.id;
+      statuses[i] = status;
+      this.keepGroup(group);
+    });
+    this.#members.set(username, { ids, statuses });
+  }
+
+  /** The JSON of the user's list, or undefined when something it needs is not kept. */
+  list(username: string): JsonBytes | undefined {
+    const memberships = this.#members.get(username);
+    if (memberships === undefined) return undefined;
+    const parts: JsonBytes[] = [];
+    const { ids, statuses } = memberships;
+    for (let i = 0; i < ids.length; i++) {
+      if (statuses[i] === 0) continue;
+      const kept = this.#groups.get(ids[i]!);
+      if (kept === undefined) return undefined;
+      parts.push(kept);
+    }
+    return this.#json.list(parts);
+  }
+
+  /** The JSON of a group's detail for the user, or undefined when the group or the user is not kept. */
+  detail(id: number, username: string): JsonBytes | undefined {
+    const kept = this.#groups.get(id);
+    const memberships = this.#members.get(username);
+    if (kept === undefined || memberships === undefined) return undefined;
+    return this.#json.detail(kept, statusOf(memberships, id));
+  }
+}

@@ -1,0 +1,107 @@
+// Issue 24: the deletion logs that keep the session caches of PostgreSQL and Redis exact, at their
+// edges: an instance whose position in the log was purged or trimmed away, a TRUNCATE, a Redis that
+// lost its log or its state. In each case the instance cannot know what was deleted, so it must
+// forget every session it kept; a session it kept must never be answered from memory after that.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Redis } from 'ioredis';
+import type pg from 'pg';
+import { loadConfig } from '../../src/config/config.ts';
+import { GROUP_JSON } from '../../src/groups/json.ts';
+import { openStores } from '../../src/store/open.ts';
+import { hasSessionCache, type Stores } from '../../src/store/types.ts';
+import { type StoreData, storeOf } from '../helpers/stores.ts';
+
+const DAY = 86_400_000;
+const idOf = (name: string) => Buffer.from(name.padEnd(32, '.'));
+
+for (const kind of ['postgres', 'redis-postgres'] as const) {
+  describe(`the session deletion log at its edges [${storeOf(kind).name}]`, () => {
+    let data: StoreData;
+    let writer: Stores;
+    let reader: Stores;
+    before(async () => {
+      data = await storeOf(kind).create();
+      writer = await data.open();
+      reader = await openStores(loadConfig(data.env).store, { groupJson: GROUP_JSON });
+      await writer.users.recordLogin('alice', Date.now(), true);
+    });
+    after(async () => {
+      await reader?.close();
+      await writer?.close();
+      await data?.drop();
+    });
+
+    const start = (name: string) =>
+      writer.sessions.create(
+        {
+          idHash: idOf(name),
+          username: 'alice',
+          createdAt: Date.now(),
+          expiresAt: Date.now() + DAY,
+          clientIp: null,
+          userAgent: null,
+        },
+        100,
+      );
+    /** The reader's answer from memory after a look (undefined: not in memory). */
+    const fromMemory = async (name: string) => {
+      await reader.look!(['sessions']);
+      const sessions = reader.sessions;
+      assert.ok(hasSessionCache(sessions));
+      return reader.atOnce!(() => sessions.peek(idOf(name).toString('hex'), Date.now()), ['sessions'])
+        ?.username;
+    };
+    /** The reader keeps `name` in memory (a look, then a read from the store). */
+    const keep = async (name: string) => {
+      await reader.look!(['sessions']);
+      assert.equal((await reader.sessions.get(idOf(name), Date.now()))?.username, 'alice');
+      assert.equal(await fromMemory(name), 'alice', `${name} is kept`);
+    };
+    const sql = (text: string) => (writer as unknown as { pool: pg.Pool }).pool.query(text);
+    const redis = () => (writer as unknown as { redis: Redis }).redis;
+
+    test('a deletion is read from the log; the others stay in memory', async () => {
+      await start('x1');
+      await start('x2');
+      await keep('x1');
+      await keep('x2');
+      await writer.sessions.delete(idOf('x1'));
+      assert.equal(await fromMemory('x1'), undefined);
+      assert.equal(await fromMemory('x2'), 'alice');
+    });
+
+    test('entries the reader never read were purged or trimmed: it forgets everything', async () => {
+      await start('y1');
+      await start('y2');
+      await keep('y1');
+      await keep('y2');
+      await writer.sessions.delete(idOf('y1'));
+      if (kind === 'postgres') await sql('DELETE FROM session_deletions');
+      else await redis().del(`${data.env['REDIS_KEY_PREFIX']}session-log`);
+      assert.equal(await fromMemory('y1'), undefined, 'the deleted session');
+      assert.equal(await fromMemory('y2'), undefined, 'every other one too');
+    });
+
+    test('the log started over (TRUNCATE, or Redis lost its state): it forgets everything', async () => {
+      await start('z1');
+      await keep('z1');
+      if (kind === 'postgres') await sql('TRUNCATE sessions');
+      else await redis().del(`${data.env['REDIS_KEY_PREFIX']}session-log-state`);
+      assert.equal(await fromMemory('z1'), undefined);
+    });
+
+    test('the cap of contract §9 and a revoke are logged like a logout', async () => {
+      await writer.sessions.revokeUser('alice');
+      await start('c0');
+      await keep('c0');
+      for (let i = 1; i < 100; i++) await start(`c${i}`);
+      await keep('c1');
+      await start('c100');
+      assert.equal(await fromMemory('c0'), undefined, 'the oldest ended by the cap');
+      assert.equal(await fromMemory('c1'), 'alice');
+      await writer.sessions.revokeUser('alice');
+      assert.equal(await fromMemory('c1'), undefined, 'revoked');
+    });
+  });
+}
