@@ -1,24 +1,16 @@
-// Seeds the stores of the PostgreSQL + Redis case with the data seed.ts puts in SQLite: groups and
-// memberships through the store's own import (set-based statements over unnest), and the sessions
+// Seeds the stores of the two-instance cases with the data seed.ts puts in SQLite: groups and
+// memberships through the store's own import (set-based statements over unnest), the sessions
 // straight into Redis in the session store's key layout (src/store/redis/scripts.ts), a script and
-// a ZADD per batch of 10 000.
+// a ZADD per batch of 10 000, and the same sessions into PostgreSQL's sessions table (for the
+// instances without SESSION_STORE), one INSERT over unnest per batch.
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { hashSessionId } from '../../src/auth/sessions.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { applyImport } from '../../src/groups/import.ts';
 import { openStores } from '../../src/store/open.ts';
 import { keys } from '../../src/store/redis/scripts.ts';
-import {
-  groupOf,
-  groupsOf,
-  loadLines,
-  rawSessionIds,
-  type SeedPlan,
-  sessionId,
-  sessionTimes,
-  statusOf,
-  username,
-} from './seed.ts';
+import { groupOf, groupsOf, type SeedPlan, sessionId, sessionTimes, statusOf, username } from './seed.ts';
 
 const BATCH = 10_000;
 // One call per batch of sessions: HSET and PEXPIREAT run inside Redis, not as 2 000 000 client
@@ -56,17 +48,50 @@ async function run(pipeline: ReturnType<Redis['pipeline']>): Promise<void> {
 }
 
 /**
- * Writes `plan.sessions` sessions to the Redis at `url` under the default key prefix, as the
- * session store's create would (hash with PEXPIREAT at its expiry, the user's and the global
- * expiry sorted sets), and the load file of the first `plan.loadSessions`.
+ * Writes the `plan.sessions` sessions of `ids` (seed.ts rawSessionIds) to the PostgreSQL database
+ * `url`, whose users seedPostgres made, as the session store's create would (no client address or
+ * agent), then has PostgreSQL analyze the table.
  */
-export async function seedRedis(url: string, plan: SeedPlan): Promise<string> {
+export async function seedPostgresSessions(url: string, plan: SeedPlan, ids: Buffer): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const now = Date.now();
+    for (let start = 0; start < plan.sessions; start += BATCH) {
+      const hashes: Buffer[] = [];
+      const users: string[] = [];
+      const created: number[] = [];
+      const expires: number[] = [];
+      for (let i = start; i < Math.min(plan.sessions, start + BATCH); i++) {
+        const { createdAt, expiresAt } = sessionTimes(i, now);
+        hashes.push(hashSessionId(sessionId(ids, i)));
+        users.push(username(i % plan.users));
+        created.push(createdAt);
+        expires.push(expiresAt);
+      }
+      await client.query(
+        'INSERT INTO sessions (id_hash, username, created_at, expires_at) ' +
+          'SELECT * FROM unnest($1::bytea[], $2::text[], $3::bigint[], $4::bigint[])',
+        [hashes, users, created, expires],
+      );
+    }
+    await client.query('ANALYZE sessions');
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Writes the `plan.sessions` sessions of `ids` (seed.ts rawSessionIds) to the Redis at `url` under
+ * the default key prefix, as the session store's create would (hash with PEXPIREAT at its expiry,
+ * the user's and the global expiry sorted sets).
+ */
+export async function seedRedis(url: string, plan: SeedPlan, ids: Buffer): Promise<void> {
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 });
   await client.connect();
   try {
     // The default REDIS_KEY_PREFIX: the bench's servers leave it unset.
     const k = keys(loadConfig({}).redisKeyPrefix);
-    const ids = rawSessionIds(plan.sessions);
     const now = Date.now();
     // Per user: [expires_at, id hex, …] for one ZADD, and the latest expiry for its PEXPIREAT.
     const perUser: (string | number)[][] = Array.from({ length: plan.users }, () => []);
@@ -97,7 +122,6 @@ export async function seedRedis(url: string, plan: SeedPlan): Promise<string> {
       }
       await run(pipeline);
     }
-    return loadLines(ids, plan);
   } finally {
     client.disconnect();
   }

@@ -8,6 +8,11 @@ export interface CaseResult {
   readonly memory: MemoryRow[];
   /** Lines for the report's observations (e.g. what bounds a case's figures). */
   readonly observations?: readonly string[];
+  /**
+   * A 1-process clubhouse on the 1 000 000-session database that the case started for itself (the
+   * size case): its VmHWM (bytes) counts toward the 1-process peak, as the shared process's does.
+   */
+  readonly onePeak?: number;
 }
 
 export function atLeast(target: string, value: number, minimum: number): Verdict {

@@ -1,5 +1,6 @@
-// bench/results/ratios.svg: one bar per case, its ratio to its reference (the median of the
-// per-round ratios), with the target marked. Hand-written SVG: a dozen rectangles need no library.
+// bench/results/ratios.svg: one line per row of the case table, in its order: the ratio to its
+// reference (the median of the per-round ratios) as a bar, with the target marked; a row that could
+// not be measured says why instead of a bar. Hand-written SVG: a dozen rectangles need no library.
 import { median } from '../machinery/compare.ts';
 import type { CaseRow } from './markdown.ts';
 
@@ -15,13 +16,14 @@ function escapeXml(text: string): string {
   return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 }
 
-/** The chart of `rows` (those that ran); `title` goes on top. */
+/** The chart of every row of the case table; `title` goes on top. */
 export function renderChart(rows: readonly CaseRow[], title: string): string {
-  const bars = rows.flatMap((row) =>
-    row.comparison === null ? [] : [{ row, ratio: median(row.comparison.ratios) }],
-  );
+  const bars = rows.map((row) => ({
+    row,
+    ratio: row.comparison === null ? null : median(row.comparison.ratios),
+  }));
   // Whole quarters, past 1.0× and past the longest bar with room for its figure.
-  const top = Math.ceil(Math.max(1, ...bars.map((b) => b.ratio)) * 4 + 0.5) / 4;
+  const top = Math.ceil(Math.max(1, ...bars.map((b) => b.ratio ?? 0)) * 4 + 0.5) / 4;
   const x = (ratio: number) => BAR_LEFT + (Math.max(0, ratio) / top) * BAR_WIDTH;
   const height = TOP + bars.length * ROW + 40;
   const out: string[] = [
@@ -41,9 +43,19 @@ export function renderChart(rows: readonly CaseRow[], title: string): string {
   }
   bars.forEach(({ row, ratio }, i) => {
     const y = TOP + i * ROW;
+    const label = `<text x="${LABEL_WIDTH}" y="${y + 17}" text-anchor="end">${escapeXml(row.chartLabel)}</text>`;
+    if (ratio === null) {
+      // Not measured (e.g. WORKERS not available): the row's own verdict says why.
+      const why = row.verdicts[0]?.actual ?? 'not measured';
+      out.push(
+        label,
+        `<text x="${BAR_LEFT}" y="${y + 17}" fill="${COLORS.none}">not measured: ${escapeXml(why.slice(0, 60))}</text>`,
+      );
+      return;
+    }
     const verdict = row.ratioTarget === null ? 'none' : ratio >= row.ratioTarget ? 'pass' : 'fail';
     out.push(
-      `<text x="${LABEL_WIDTH}" y="${y + 17}" text-anchor="end">${escapeXml(row.chartLabel)}</text>`,
+      label,
       `<rect x="${BAR_LEFT}" y="${y + 5}" width="${(x(ratio) - BAR_LEFT).toFixed(1)}" height="${ROW - 10}" fill="${COLORS[verdict]}"/>`,
       // The figure after the bar or after the target's tick, whichever is further right.
       `<text x="${(Math.max(x(ratio), x(row.ratioTarget ?? 0)) + 5).toFixed(1)}" y="${y + 17}">${ratio.toFixed(2)}×</text>`,

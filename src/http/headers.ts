@@ -46,11 +46,11 @@ const API_LIST: readonly string[] = flat(API_HEADERS);
  * raw read path's form (issue 14: no object to build and for-in walk per request).
  */
 export function responseHeaderList(target: ResponseTarget, trustedOrigins: ReadonlySet<string>): string[] {
-  const list = [
-    ...(target.url.startsWith('/api') ? API_LIST : SECURITY_LIST),
+  // concat: one copy of a packed array (a spread walks the iterator protocol).
+  const list = (target.url.startsWith('/api') ? API_LIST : SECURITY_LIST).concat(
     'x-request-id',
     target.requestId,
-  ];
+  );
   const cors = corsHeaders(target.origin, trustedOrigins);
   if (cors !== null) list.push(...flat(cors));
   return list;

@@ -2,7 +2,9 @@
 // `clubhouse_http_request_duration_seconds`, tallied in plain numbers per (method, route, status) and
 // handed to prom-client's registry only when it is scraped. prom-client's own Counter.inc and
 // Histogram.observe validate and hash the label object on every call (≈ 1.1–1.9 µs measured, a few
-// per cent of a cached check); here a request costs one Map lookup and a few additions. The objects
+// per cent of a cached check); here a request costs a few Map lookups on the strings it already has
+// (no key built: a template-string key per request cost as much as the rest of the raw path's
+// bookkeeping, issue 24) and a few additions. The objects
 // below are prom-client "metrics" (name, help, type, get()), so the registry renders them and
 // AggregatorRegistry sums them across WORKERS exactly as it does its own;
 // test/ops/request-metrics.test.ts proves the exposition equal to prom-client's Counter and
@@ -30,7 +32,10 @@ export function requestMetrics(
   help: { readonly total: string; readonly duration: string },
   buckets: readonly number[],
 ): RequestMetrics {
-  const tallies = new Map<string, Tally>();
+  // Every tally in the order first seen (the exposition's order), and the same tallies indexed by
+  // method, route and status, so that a request finds its own without building a key.
+  const tallies: Tally[] = [];
+  const index = new Map<string, Map<string, Map<number, Tally>>>();
   const metric = (name: string, helpText: string, type: 'counter' | 'histogram', values: () => Value[]) =>
     ({
       name,
@@ -41,13 +46,13 @@ export function requestMetrics(
     }) as unknown as client.Metric;
   registry.registerMetric(
     metric(names.total, help.total, 'counter', () =>
-      [...tallies.values()].map((t) => ({ labels: { ...t.labels }, value: t.count })),
+      tallies.map((t) => ({ labels: { ...t.labels }, value: t.count })),
     ),
   );
   registry.registerMetric(
     metric(names.duration, help.duration, 'histogram', () => {
       const values: Value[] = [];
-      for (const t of tallies.values()) {
+      for (const t of tallies) {
         let cumulative = 0;
         buckets.forEach((le, i) => {
           cumulative += t.buckets[i]!;
@@ -74,8 +79,17 @@ export function requestMetrics(
   );
   return {
     observe(method, route, status, seconds) {
-      const key = `${method} ${route} ${status}`;
-      let tally = tallies.get(key);
+      let routes = index.get(method);
+      if (routes === undefined) {
+        routes = new Map();
+        index.set(method, routes);
+      }
+      let statuses = routes.get(route);
+      if (statuses === undefined) {
+        statuses = new Map();
+        routes.set(route, statuses);
+      }
+      let tally = statuses.get(status);
       if (tally === undefined) {
         tally = {
           labels: { method, route, status: String(status) },
@@ -83,7 +97,8 @@ export function requestMetrics(
           sum: 0,
           buckets: new Float64Array(buckets.length),
         };
-        tallies.set(key, tally);
+        statuses.set(status, tally);
+        tallies.push(tally);
       }
       tally.count++;
       tally.sum += seconds;

@@ -25,10 +25,10 @@ export interface AuthRouteDeps {
 }
 
 /** contract §3: check's answer for the session's user, or nobody (403 ""). */
+const NOBODY: FastAnswer = Object.freeze({ status: 403, body: LOGGED_OUT, ascii: true });
+
 function checkAnswer(username: string | null): FastAnswer {
-  return username === null
-    ? { status: 403, body: LOGGED_OUT, ascii: true }
-    : { status: 200, body: JSON.stringify(username), ascii: false };
+  return username === null ? NOBODY : { status: 200, body: JSON.stringify(username), ascii: false };
 }
 
 /** The three auth endpoints (check answered from memory on the raw read path when it can). */
