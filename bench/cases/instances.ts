@@ -16,10 +16,29 @@ import { childWith, cpuSecondsOfTree, memoryOf } from '../machinery/procs.ts';
 import { loadLines, rawSessionIds, type SeedPlan } from '../machinery/seed.ts';
 import { seedPostgres, seedPostgresSessions, seedRedis } from '../machinery/seed-stores.ts';
 import { type Server, startBaseline, startClubhouse } from '../machinery/servers.ts';
+import { storeCounters } from '../machinery/store-counters.ts';
 import { type CaseResult, caseRow, memoryVerdict } from '../report/case-rows.ts';
 import { type CaseRow, fixed, type MemoryRow, MIB } from '../report/markdown.ts';
 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+
+/** What the stores did per request answered in one round (docs/scaling.md's inputs). */
+interface StorePerRequest {
+  readonly postgresCpu: number;
+  readonly redisCpu: number;
+  readonly postgresTransactions: number;
+  readonly redisScripts: number;
+  readonly redisCommands: number;
+}
+
+/** The stores' share per request, medians over the rounds after the first (the caches filling). */
+function storeNote(rounds: readonly StorePerRequest[]): string {
+  const of = (pick: (r: StorePerRequest) => number, digits: number, scale = 1) =>
+    fixed(median(rounds.map(pick)) * scale, digits);
+  const postgres = `PostgreSQL ${of((r) => r.postgresCpu, 1, 1e6)} µs CPU, ${of((r) => r.postgresTransactions, 3)} statements`;
+  const redis = `Redis ${of((r) => r.redisCpu, 1, 1e6)} µs CPU, ${of((r) => r.redisScripts, 3)} scripts (${of((r) => r.redisCommands, 3)} commands)`;
+  return `besides (not in the clubhouse column), per request: ${postgres}; ${redis}`;
+}
 
 /** One load of a pair: title, chart label, wrk script, path, and the least ratio its target asks. */
 type Load = readonly [name: string, short: string, script: string, urlPath: string, minimum: number];
@@ -59,8 +78,10 @@ interface Shared {
   readonly databaseUrl: string;
   readonly redisUrl: string;
   readonly loadFile: string;
-  /** The stores' server processes (children of this process), for their CPU. */
-  readonly stores: number[];
+  /** The stores' server processes (children of this process), for their CPU: PostgreSQL, Redis. */
+  readonly stores: readonly [postgres: number | null, redis: number | null];
+  /** PostgreSQL's superuser URL, for its statistics (store-counters.ts). */
+  readonly adminUrl: string;
   /** Said once, on the first row. */
   readonly once: string[];
 }
@@ -85,7 +106,7 @@ export async function instancesCase(context: BenchContext, plan: SeedPlan): Prom
     const stores = [
       childWith(process.pid, ['postgres', `-p ${new URL(postgres.adminUrl).port}`]),
       childWith(process.pid, [`:${new URL(redis.url).port}`]),
-    ].filter((pid) => pid !== null);
+    ] as const;
     const baselines: Server[] = [];
     for (const n of [1, 2])
       baselines.push(context.track(await startBaseline(`baseline ${n}`, context.answers, 1, context.dir)));
@@ -97,6 +118,7 @@ export async function instancesCase(context: BenchContext, plan: SeedPlan): Prom
       redisUrl: redis.url,
       loadFile,
       stores,
+      adminUrl: postgres.adminUrl,
       once: [`seeding PostgreSQL and Redis took ${fixed(seeded, 1)} s`],
     };
     const results: CaseResult[] = [];
@@ -151,13 +173,28 @@ async function pairCase(
   for (const [name, short, script, urlPath, minimum] of pair.loads) {
     const title = `2 instances, ${pair.name}: ${name}`;
     context.log(title);
-    const storeCpu: number[] = [];
+    const perRequest: StorePerRequest[] = [];
+    const counters = await storeCounters(
+      pair.redis ? shared.redisUrl : null,
+      shared.databaseUrl,
+      shared.adminUrl,
+    );
+    const cpu = () => stores.map((pid) => (pid === null ? 0 : cpuSecondsOfTree(pid)));
     const subject: Contender = {
       label: '2 × clubhouse',
       measure: async (seconds) => {
-        const before = sum(stores.map((pid) => cpuSecondsOfTree(pid)));
+        const [counted, before] = [await counters.read(), cpu()];
         const round = await wrkLoad(instances, script, urlPath, loadFile)(seconds);
-        storeCpu.push((sum(stores.map((pid) => cpuSecondsOfTree(pid))) - before) / round.requests);
+        const after = cpu();
+        const now = await counters.read();
+        const per = (n: number) => n / round.requests;
+        perRequest.push({
+          postgresCpu: per(after[0]! - before[0]!),
+          redisCpu: per(after[1]! - before[1]!),
+          postgresTransactions: per(now.postgresTransactions - counted.postgresTransactions),
+          redisScripts: per(now.redisScripts - counted.redisScripts),
+          redisCommands: per(now.redisCommands - counted.redisCommands),
+        });
         return round;
       },
     };
@@ -169,6 +206,7 @@ async function pairCase(
       },
       { ...subject, pids: instances.map((s) => s.pid) },
     ]);
+    await counters.close();
     rows.push(
       caseRow({
         name: title,
@@ -179,8 +217,8 @@ async function pairCase(
         minimum,
         notes: [
           ...shared.once.splice(0),
-          `PostgreSQL's and Redis's CPU per request besides: ${fixed(median(storeCpu.slice(1)) * 1e6, 0)} µs ` +
-            '(not in the clubhouse column); two wrk -t1 -c25, one per instance; p50/p99: the worse instance',
+          storeNote(perRequest.slice(1)),
+          'two wrk -t1 -c25, one per instance; p50/p99: the worse instance',
         ],
       }),
     );
