@@ -83,6 +83,8 @@ export async function openPostgresStores(
 /** The shared look each cache waits for (a check waits for the sessions' alone). */
 type Looks = Readonly<Record<CachedRead, SharedLook>>;
 
+const BOTH: readonly CachedRead[] = ['sessions', 'groups'];
+
 /** One look for both caches (both on this database), or one each (the sessions elsewhere). */
 function lookFor(sessions: 'together' | 'apart'): Looks {
   const groups = new SharedLook();
@@ -98,8 +100,13 @@ function lookStores(looks: Looks) {
         ? looks[reads[0]!].wait()
         : Promise.all(reads.map((read) => looks[read].wait())).then(() => {}),
     // Only the caches looked at answer: a reader that reads another gets nothing from memory there.
-    atOnce: <T>(work: () => T, reads: readonly CachedRead[] = ['sessions', 'groups']): T =>
-      reads.reduce<() => T>((inner, read) => () => looks[read].atOnce(inner), work)(),
+    // One look for all the reads (the usual case on every request): no closures to build.
+    atOnce: <T>(work: () => T, reads: readonly CachedRead[] = BOTH): T => {
+      const first = reads[0];
+      if (first !== undefined && (reads.length === 1 || looks.sessions === looks.groups))
+        return looks[first].atOnce(work);
+      return reads.reduce<() => T>((inner, read) => () => looks[read].atOnce(inner), work)();
+    },
   };
 }
 
