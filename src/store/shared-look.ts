@@ -4,9 +4,10 @@
 // look; under load, one look serves every request that arrived while the previous one was out.
 //
 // Why it is exact: a request that calls `wait()` is answered from memory only after a look that
-// *began after it arrived* has completed. If no look is in flight, one begins now. If one is in
-// flight, it may have read the store before the request arrived, so the request waits for the next
-// one, which begins when the current one ends; every request arriving meanwhile shares that one.
+// *began after it arrived* has completed. If no look is in flight, one begins in this turn's check
+// phase (setImmediate), shared by every request read in this turn. If one is in flight, it may have
+// read the store before the request arrived, so the request waits for the next one, which begins
+// (again at a check phase) after the current one ends; every request arriving meanwhile shares it.
 // Whatever was committed before the request arrived is therefore seen by its look, and each part
 // (`parts`) applies what it saw to its cache before `wait()` resolves. The answers from memory are
 // then given inside `atOnce`, synchronously, which the caches check (`open`): outside it (a Fastify
@@ -21,7 +22,7 @@ export class SharedLook {
   readonly #parts: LookPart[] = [];
   /** The look in flight, if any. */
   #current: Promise<void> | null = null;
-  /** The look that begins when the current one ends, shared by every request arriving meanwhile. */
+  /** The look not yet begun, shared by every request arriving until it begins. */
   #next: Promise<void> | null = null;
   #open = false;
 
@@ -35,11 +36,26 @@ export class SharedLook {
     return this.#open;
   }
 
-  /** Resolves after a look that began after this call has been applied; rejects when it failed. */
+  /**
+   * Resolves after a look that began after this call has been applied; rejects when it failed.
+   * The look begins in the next check phase (setImmediate), not at once: every request node reads in
+   * the same turn of its event loop then shares it, where beginning at once would take one look for
+   * the first request and a second for the rest (one look per request's turn, not two: half the round
+   * trips to the store under load). It still begins after each of them arrived.
+   */
   wait(): Promise<void> {
-    if (this.#current === null) return this.#begin();
-    this.#next ??= this.#current.then(this.#afterCurrent, this.#afterCurrent);
-    return this.#next;
+    if (this.#next !== null) return this.#next;
+    const next = new Promise<void>((resolve, reject) => {
+      const begin = () => {
+        this.#next = null;
+        this.#begin().then(resolve, reject);
+      };
+      const later = () => setImmediate(begin);
+      if (this.#current === null) later();
+      else this.#current.then(later, later);
+    });
+    this.#next = next;
+    return next;
   }
 
   /** Runs `work`, whose caches answer from memory (call it when `wait()` has resolved). */
@@ -52,15 +68,11 @@ export class SharedLook {
     }
   }
 
-  readonly #afterCurrent = (): Promise<void> => {
-    this.#next = null;
-    return this.#begin();
-  };
-
   #begin(): Promise<void> {
     const parts = this.#parts;
     const look = (async () => {
-      await Promise.all(parts.map((part) => part()));
+      if (parts.length === 1) await parts[0]!();
+      else await Promise.all(parts.map((part) => part()));
     })();
     this.#current = look;
     const done = () => {

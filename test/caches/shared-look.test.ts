@@ -26,11 +26,15 @@ function manualLook() {
       if (round === undefined) throw new Error('no look in flight');
       if (err === undefined) round.resolve();
       else round.reject(err);
-      // Let the waiters and the next look's start run.
+      // Let the waiters, then the next look's start (in a check phase), run.
       for (let i = 0; i < 5; i++) await Promise.resolve();
+      await turn();
     },
   };
 }
+
+/** One turn of the event loop: a look asked for begins in its check phase. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 const settled = (promise: Promise<void>) => {
   const state = { done: false, failed: false };
@@ -49,6 +53,8 @@ describe('the shared look', () => {
   test('a request while a look is out waits for the next one, shared by every such request', async () => {
     const m = manualLook();
     const first = settled(m.look.wait());
+    assert.equal(m.began(), 0, 'the look begins at the end of the turn');
+    await turn();
     assert.equal(m.began(), 1);
     const second = settled(m.look.wait());
     const third = settled(m.look.wait());
@@ -65,12 +71,14 @@ describe('the shared look', () => {
   test('a failed look rejects every request waiting on it, and the next look is tried afresh', async () => {
     const m = manualLook();
     const first = settled(m.look.wait());
+    await turn();
     const second = settled(m.look.wait());
     await m.end(new Error('store down'));
     assert.equal(first.failed, true);
     await m.end(new Error('store down'));
     assert.equal(second.failed, true);
     const third = settled(m.look.wait());
+    await turn();
     await m.end();
     assert.equal(third.done, true);
   });
@@ -88,33 +96,39 @@ describe('the shared look', () => {
 
   test('property: every request resolves only after a look that began after it arrived', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.constantFrom('request', 'end'), { maxLength: 40 }), async (steps) => {
-        const m = manualLook();
-        const requests: { arrivedAfter: number; resolvedBy: number | null }[] = [];
-        let ended = 0;
-        for (const step of steps) {
-          if (step === 'request') {
-            const request = { arrivedAfter: m.began(), resolvedBy: null as number | null };
-            requests.push(request);
-            void m.look.wait().then(() => {
-              request.resolvedBy = ended;
-            });
-          } else if (m.began() > ended) {
+      fc.asyncProperty(
+        fc.array(fc.constantFrom('request', 'turn', 'end'), { maxLength: 40 }),
+        async (steps) => {
+          const m = manualLook();
+          const requests: { arrivedAfter: number; resolvedBy: number | null }[] = [];
+          let ended = 0;
+          for (const step of steps) {
+            if (step === 'request') {
+              const request = { arrivedAfter: m.began(), resolvedBy: null as number | null };
+              requests.push(request);
+              void m.look.wait().then(() => {
+                request.resolvedBy = ended;
+              });
+            } else if (step === 'turn') {
+              await turn();
+            } else if (m.began() > ended) {
+              ended++;
+              await m.end();
+            }
+          }
+          await turn();
+          while (m.began() > ended) {
             ended++;
             await m.end();
           }
-        }
-        while (m.began() > ended) {
-          ended++;
-          await m.end();
-        }
-        for (const request of requests) {
-          assert.notEqual(request.resolvedBy, null, 'every request is answered');
-          // Looks end in the order they began: the one that resolved it is number resolvedBy, which
-          // must have begun after the request (more than arrivedAfter looks had begun by then).
-          assert.ok(request.resolvedBy! > request.arrivedAfter, JSON.stringify(request));
-        }
-      }),
+          for (const request of requests) {
+            assert.notEqual(request.resolvedBy, null, 'every request is answered');
+            // Looks end in the order they began: the one that resolved it is number resolvedBy, which
+            // must have begun after the request (more than arrivedAfter looks had begun by then).
+            assert.ok(request.resolvedBy! > request.arrivedAfter, JSON.stringify(request));
+          }
+        },
+      ),
       { numRuns: 200 },
     );
   });

@@ -25,9 +25,8 @@ import type { SqlDriver } from '../sql/driver.ts';
 import { sqlGroupStore } from '../sql/groups.ts';
 import { GROUP_COLUMNS, toGroup } from '../sql/rows.ts';
 import { query } from './driver.ts';
+import type { PostgresLook } from './look.ts';
 
-/** The generation alone (a look). */
-const GENERATION = 'SELECT value FROM group_generation';
 /** The generation and every membership of a user with its group's columns, in one snapshot. */
 const USER_GROUPS = `SELECT gg.value AS generation, u.* FROM group_generation gg LEFT JOIN LATERAL (
     SELECT m.group_id, m.status, ${GROUP_COLUMNS} FROM memberships m JOIN groups g ON g.id = m.group_id
@@ -41,6 +40,7 @@ export function cachedPostgresGroups(
   pool: pg.Pool,
   driver: SqlDriver,
   look: SharedLook,
+  lookQuery: PostgresLook,
   json: GroupJson,
   limits: GroupCacheLimits = GROUP_CACHE_LIMITS,
 ): GroupStore & GroupCache {
@@ -52,9 +52,11 @@ export function cachedPostgresGroups(
     if (generation > memory.generation || Number.isNaN(memory.generation)) memory.adopt(generation);
     return true;
   };
-  look.add(async () => {
-    const { rows } = await query<{ value: string }>(pool, GENERATION, [], 'group-generation');
-    memory.adopt(Number(rows[0]?.value));
+  // The look reads the generation alone.
+  lookQuery.add({
+    columns: () => '(SELECT value FROM group_generation) AS generation',
+    values: () => [],
+    apply: (row) => memory.adopt(Number(row['generation'])),
   });
 
   /** The user's memberships with their groups; null when there are more than the cache keeps. */

@@ -19,16 +19,18 @@ import type { SqlDriver } from '../sql/driver.ts';
 import { sqlSessionStore } from '../sql/sessions.ts';
 import type { SessionCache, SessionRecord, SessionStore } from '../types.ts';
 import { query } from './driver.ts';
+import type { PostgresLook } from './look.ts';
 
 /** Sessions kept in memory per process; beyond this the oldest entries are dropped. */
 const SESSION_CACHE_ENTRIES = 100_000;
 /** How long log entries are kept: an instance idle for longer empties its cache at its next look. */
 const DELETION_LOG_RETENTION_MS = 10 * 60 * 1000;
 
-/** The head, the first entry kept, and the hashes logged after $1 (none when $1 < 0), in one snapshot. */
-const LOOK = `SELECT h.seq, h.epoch, (SELECT min(seq) FROM session_deletions) AS first,
-    (SELECT coalesce(array_agg(d.id_hash), '{}') FROM session_deletions d WHERE $1::bigint >= 0 AND d.seq > $1) AS hashes
-  FROM session_log_head h`;
+/** The head, the first entry kept, and the hashes logged after $n (none when $n < 0), in one snapshot. */
+const lookColumns = (n: number) => `(SELECT seq FROM session_log_head) AS seq,
+    (SELECT epoch FROM session_log_head) AS epoch, (SELECT min(seq) FROM session_deletions) AS first,
+    (SELECT coalesce(array_agg(d.id_hash), '{}') FROM session_deletions d
+      WHERE $${n}::bigint >= 0 AND d.seq > $${n}) AS hashes`;
 /** The session (the check's rule: live until expires_at) with the head at the same snapshot. */
 const READ = `SELECT h.seq, h.epoch, s.username, s.expires_at FROM session_log_head h
   LEFT JOIN sessions s ON s.id_hash = $1 AND s.expires_at > $2`;
@@ -41,6 +43,7 @@ export function cachedPostgresSessions(
   pool: pg.Pool,
   driver: SqlDriver,
   look: SharedLook,
+  lookQuery: PostgresLook,
   capacity = SESSION_CACHE_ENTRIES,
 ): SessionStore & SessionCache {
   const store = sqlSessionStore(driver);
@@ -50,9 +53,7 @@ export function cachedPostgresSessions(
   let epoch = -1;
   let seq = -1;
 
-  look.add(async () => {
-    const { rows } = await query(pool, LOOK, [seq], 'session-look');
-    const row = rows[0]!;
+  const apply = (row: Record<string, unknown>) => {
     const last = Number(row['seq']);
     const first = row['first'] === null ? null : Number(row['first']);
     const lost = seq >= 0 && last > seq && (first === null || first > seq + 1);
@@ -60,7 +61,8 @@ export function cachedPostgresSessions(
     else for (const hash of row['hashes'] as Buffer[]) cache.delete(hash.toString('hex'));
     epoch = Number(row['epoch']);
     seq = last;
-  });
+  };
+  lookQuery.add({ columns: lookColumns, values: () => [seq], apply });
 
   const remember = (key: string, record: SessionRecord) => {
     cache.set(key, record);

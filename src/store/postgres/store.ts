@@ -16,6 +16,7 @@ import { secretKey, sqlUserStore } from '../sql/users.ts';
 import type { CachedRead, Stores } from '../types.ts';
 import { createPool, type PostgresConnection, postgresConnection, postgresDriver, query } from './driver.ts';
 import { cachedPostgresGroups } from './groups.ts';
+import { PostgresLook } from './look.ts';
 import { migratePostgres } from './schema.ts';
 import { cachedPostgresSessions } from './sessions.ts';
 
@@ -46,9 +47,13 @@ export async function openPostgresStores(
   await refuseUnsupportedStartup(pool);
   const driver = postgresDriver(pool);
   // Issue 24: with the group answers kept in memory, every answer from memory waits for a shared look
-  // at the caches it reads.
+  // at the caches it reads. Both caches on this database: one look, one statement for both (look.ts).
+  // Sessions in Redis: a look of their own, which Redis's session cache joins.
   const looks =
-    options.groupJson === undefined ? null : { sessions: new SharedLook(), groups: new SharedLook() };
+    options.groupJson === undefined
+      ? null
+      : lookFor(options.sessionsElsewhere === true ? 'apart' : 'together');
+  const lookQuery = looks === null ? null : new PostgresLook(pool, looks.groups);
   return {
     pool,
     ...(looks === null ? {} : lookStores(looks)),
@@ -57,12 +62,12 @@ export async function openPostgresStores(
     groups:
       looks === null || options.groupJson === undefined
         ? sqlGroupStore(driver)
-        : cachedPostgresGroups(pool, driver, looks.groups, options.groupJson),
+        : cachedPostgresGroups(pool, driver, looks.groups, lookQuery!, options.groupJson),
     groupSync: sqlGroupSyncStore(driver),
     sessions:
       looks === null || options.sessionsElsewhere === true
         ? sqlSessionStore(driver)
-        : cachedPostgresSessions(pool, driver, looks.sessions),
+        : cachedPostgresSessions(pool, driver, looks.sessions, lookQuery!),
     throttle: sqlThrottleStore(driver),
     flows: sqlFlowStore(driver),
     secretKey: () => driver.run(secretKey(randomBytes(32))),
@@ -75,20 +80,33 @@ export async function openPostgresStores(
   };
 }
 
-/** One shared look per cache (a check waits for the sessions' alone). */
+/** The shared look each cache waits for (a check waits for the sessions' alone). */
 type Looks = Readonly<Record<CachedRead, SharedLook>>;
+
+const BOTH: readonly CachedRead[] = ['sessions', 'groups'];
+
+/** One look for both caches (both on this database), or one each (the sessions elsewhere). */
+function lookFor(sessions: 'together' | 'apart'): Looks {
+  const groups = new SharedLook();
+  return { groups, sessions: sessions === 'together' ? groups : new SharedLook() };
+}
 
 /** The Stores members of the shared looks (kept for a session store in Redis to use the sessions'). */
 function lookStores(looks: Looks) {
   return {
     sharedLooks: looks,
     look: (reads: readonly CachedRead[]): Promise<void> =>
-      reads.length === 1
+      reads.length === 1 || (reads.length > 1 && looks.sessions === looks.groups)
         ? looks[reads[0]!].wait()
         : Promise.all(reads.map((read) => looks[read].wait())).then(() => {}),
     // Only the caches looked at answer: a reader that reads another gets nothing from memory there.
-    atOnce: <T>(work: () => T, reads: readonly CachedRead[] = ['sessions', 'groups']): T =>
-      reads.reduce<() => T>((inner, read) => () => looks[read].atOnce(inner), work)(),
+    // One look for all the reads (the usual case on every request): no closures to build.
+    atOnce: <T>(work: () => T, reads: readonly CachedRead[] = BOTH): T => {
+      const first = reads[0];
+      if (first !== undefined && (reads.length === 1 || looks.sessions === looks.groups))
+        return looks[first].atOnce(work);
+      return reads.reduce<() => T>((inner, read) => () => looks[read].atOnce(inner), work)();
+    },
   };
 }
 
