@@ -53,7 +53,8 @@ async function rowVersions(stores: Stores): Promise<string> {
     return JSON.stringify({ generation, users });
   }
   const versions = [];
-  for (const table of ['groups', 'memberships', 'users'])
+  // group_generation: a bump (any write to the three) would drop every instance's group memory.
+  for (const table of ['groups', 'memberships', 'users', 'group_generation'])
     versions.push(await rawRows(stores, `SELECT xmin::text AS v FROM ${table} ORDER BY ctid`));
   return JSON.stringify(versions);
 }
