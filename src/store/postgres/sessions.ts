@@ -14,15 +14,14 @@
 // - Expiry needs no entry: a kept session carries expires_at and is refused after it (never
 //   extended). There is no negative caching: an unknown id goes to the database.
 import type pg from 'pg';
+import { SESSION_CACHE_ENTRIES, SessionMemory } from '../session-memory.ts';
 import type { SharedLook } from '../shared-look.ts';
 import type { SqlDriver } from '../sql/driver.ts';
 import { sqlSessionStore } from '../sql/sessions.ts';
-import type { SessionCache, SessionRecord, SessionStore } from '../types.ts';
+import type { SessionCache, SessionStore } from '../types.ts';
 import { query } from './driver.ts';
 import type { PostgresLook } from './look.ts';
 
-/** Sessions kept in memory per process; beyond this the oldest entries are dropped. */
-const SESSION_CACHE_ENTRIES = 100_000;
 /** How long log entries are kept: an instance idle for longer empties its cache at its next look. */
 const DELETION_LOG_RETENTION_MS = 10 * 60 * 1000;
 
@@ -47,8 +46,7 @@ export function cachedPostgresSessions(
   capacity = SESSION_CACHE_ENTRIES,
 ): SessionStore & SessionCache {
   const store = sqlSessionStore(driver);
-  // Keyed by the hex of the id's hash; a Map iterates in insertion order, so the first is the oldest.
-  const cache = new Map<string, SessionRecord>();
+  const cache = new SessionMemory(look, capacity);
   /** The log as far as the cache has applied it (-1: not yet looked). */
   let epoch = -1;
   let seq = -1;
@@ -58,27 +56,15 @@ export function cachedPostgresSessions(
     const first = row['first'] === null ? null : Number(row['first']);
     const lost = seq >= 0 && last > seq && (first === null || first > seq + 1);
     if (Number(row['epoch']) !== epoch || last < seq || lost) cache.clear();
-    else for (const hash of row['hashes'] as Buffer[]) cache.delete(hash.toString('hex'));
+    else for (const hash of row['hashes'] as Buffer[]) cache.forget(hash.toString('hex'));
     epoch = Number(row['epoch']);
     seq = last;
   };
   lookQuery.add({ columns: lookColumns, values: () => [seq], apply });
 
-  const remember = (key: string, record: SessionRecord) => {
-    cache.set(key, record);
-    if (cache.size > capacity) cache.delete(cache.keys().next().value as string);
-  };
-
   return {
     ...store,
-    peek: (key, now) => {
-      if (!look.open) return undefined;
-      const record = cache.get(key);
-      if (record === undefined) return undefined;
-      if (record.expiresAt > now) return record;
-      cache.delete(key);
-      return null;
-    },
+    peek: (key, now) => cache.peek(key, now),
     get: async (idHash, now) => {
       const { rows } = await query(pool, READ, [idHash, now], 'session-read');
       const row = rows[0]!;
@@ -86,11 +72,11 @@ export function cachedPostgresSessions(
       const record = { username: String(row['username']), expiresAt: Number(row['expires_at']) };
       // Only if no entry read since could be about it (see above).
       if (epoch >= 0 && Number(row['epoch']) === epoch && Number(row['seq']) >= seq)
-        remember(idHash.toString('hex'), record);
+        cache.remember(idHash.toString('hex'), record);
       return record;
     },
     delete: (idHash) => {
-      cache.delete(idHash.toString('hex'));
+      cache.forget(idHash.toString('hex'));
       return store.delete(idHash);
     },
     purgeExpired: async (now) => {

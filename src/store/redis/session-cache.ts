@@ -13,14 +13,13 @@
 // - Expiry needs no entry: a kept session carries expires_at and is refused after it (it is never
 //   extended). There is no negative caching: an unknown id goes to Redis.
 import type { Redis } from 'ioredis';
+import { SESSION_CACHE_ENTRIES, SessionMemory } from '../session-memory.ts';
 import type { SharedLook } from '../shared-look.ts';
-import type { SessionCache, SessionRecord, SessionStore } from '../types.ts';
+import type { SessionCache, SessionStore } from '../types.ts';
 import { mapped } from './driver.ts';
 import type { Keys, Scripts } from './scripts.ts';
 import { redisSessionStore } from './sessions.ts';
 
-/** Sessions kept in memory per process; beyond this the oldest entries are dropped. */
-const SESSION_CACHE_ENTRIES = 100_000;
 /** Characters of one hash in a log entry (SHA-256 in hex). */
 const HASH_HEX = 64;
 
@@ -33,8 +32,7 @@ export function cachedRedisSessions(
   capacity = SESSION_CACHE_ENTRIES,
 ): SessionStore & SessionCache {
   const store = redisSessionStore(client, k, run);
-  // Keyed by the hex of the id's hash; a Map iterates in insertion order, so the first is the oldest.
-  const cache = new Map<string, SessionRecord>();
+  const cache = new SessionMemory(look, capacity);
   /** The log as far as the cache has applied it ('' and -1: not yet looked). */
   let epoch = '';
   let seq = -1;
@@ -47,28 +45,16 @@ export function cachedRedisSessions(
     } else {
       for (let i = 3; i < reply.length; i++) {
         const entry = reply[i]!;
-        for (let at = 0; at < entry.length; at += HASH_HEX) cache.delete(entry.slice(at, at + HASH_HEX));
+        for (let at = 0; at < entry.length; at += HASH_HEX) cache.forget(entry.slice(at, at + HASH_HEX));
       }
     }
     epoch = now ?? '';
     seq = Number(last);
   });
 
-  const remember = (key: string, record: SessionRecord) => {
-    cache.set(key, record);
-    if (cache.size > capacity) cache.delete(cache.keys().next().value as string);
-  };
-
   return {
     ...store,
-    peek: (key, now) => {
-      if (!look.open) return undefined;
-      const record = cache.get(key);
-      if (record === undefined) return undefined;
-      if (record.expiresAt > now) return record;
-      cache.delete(key);
-      return null;
-    },
+    peek: (key, now) => cache.peek(key, now),
     get: async (idHash, now) => {
       const key = idHash.toString('hex');
       const [username, expiresAt, readEpoch, readSeq] = (await mapped(
@@ -77,11 +63,11 @@ export function cachedRedisSessions(
       if (username === '' || username === undefined || Number(expiresAt) <= now) return null;
       const record = { username, expiresAt: Number(expiresAt) };
       // Only if no entry read since could be about it (see above).
-      if (readEpoch !== '' && readEpoch === epoch && Number(readSeq) >= seq) remember(key, record);
+      if (readEpoch !== '' && readEpoch === epoch && Number(readSeq) >= seq) cache.remember(key, record);
       return record;
     },
     delete: (idHash) => {
-      cache.delete(idHash.toString('hex'));
+      cache.forget(idHash.toString('hex'));
       return store.delete(idHash);
     },
   };
