@@ -31,6 +31,24 @@ function M.start(n)
   return ((tid or 0) * 4999) % n
 end
 
+-- Defines init() and request() for a load that sends GET `path` with each session's cookie, the
+-- requests built once in init(), rotating over every session of the load file (args[1]).
+function M.rotate(path)
+  local requests, n, i
+  function init(args)
+    requests = {}
+    for k, session in ipairs(M.read_sessions(args[1])) do
+      requests[k] = wrk.format("GET", path, { Cookie = "sessionid=" .. session.id })
+    end
+    n = #requests
+    i = M.start(n)
+  end
+  function request()
+    i = i % n + 1
+    return requests[i]
+  end
+end
+
 -- One parseable line. summary.errors.status counts responses with status > 399 (wrk's own rule);
 -- counting statuses in response() instead would slow wrk down.
 function done(summary, latency, requests)
