@@ -14,7 +14,12 @@
 // the username profile) must bump SYNC_RULES (sync-shortcut.ts), or a store that the last run left
 // as it is would replay that run's outcome under the old rules until something changes.
 import type { DirectorySkip } from '../backends/ldap/group-records.ts';
-import type { GroupSyncState, GroupSyncWrites, SyncedGroup } from '../store/group-sync-types.ts';
+import {
+  type GroupSyncState,
+  type GroupSyncWrites,
+  NO_WRITES,
+  type SyncedGroup,
+} from '../store/group-sync-types.ts';
 import type { Group, Membership, StoredMemberStatus } from '../store/group-types.ts';
 import { MAX_GROUP_ID } from '../store/limits.ts';
 import { assignNames } from './sync-names.ts';
@@ -183,15 +188,7 @@ export function changesNothing(plan: SyncPlan): boolean {
 /** The plan of a run that finds nothing to change: only groups kept (--keep-removed) and skips. */
 export function unchangedPlan(kept: readonly SyncedGroup[], skipped: readonly DirectorySkip[]): SyncPlan {
   return {
-    writes: {
-      removeGroups: [],
-      changeGroups: [],
-      addGroups: [],
-      createUsers: [],
-      removeMemberships: [],
-      changeMemberships: [],
-      addMemberships: [],
-    },
+    writes: NO_WRITES,
     before: new Map(),
     removed: [],
     kept,

@@ -37,6 +37,17 @@ export interface GroupSyncWrites {
   readonly addMemberships: readonly Membership[];
 }
 
+/** A plan's writes when there is nothing to write. */
+export const NO_WRITES: GroupSyncWrites = Object.freeze({
+  removeGroups: [],
+  changeGroups: [],
+  addGroups: [],
+  createUsers: [],
+  removeMemberships: [],
+  changeMemberships: [],
+  addMemberships: [],
+});
+
 /** Who runs a lease-guarded job; the transaction that writes checks the lease is still theirs. */
 export interface LeaseHolder {
   readonly name: string;

@@ -5,20 +5,15 @@
 // users created, a group created in clubhouse left alone; then the state read back.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { GroupSyncState, GroupSyncWrites, SyncedGroup } from '../../src/store/group-sync-types.ts';
+import {
+  type GroupSyncState,
+  type GroupSyncWrites,
+  NO_WRITES,
+  type SyncedGroup,
+} from '../../src/store/group-sync-types.ts';
 import { stateAfter } from '../../src/store/sql/group-sync-mark.ts';
 import type { Stores } from '../../src/store/types.ts';
 import { describeEachStore, type StoreData } from '../helpers/stores.ts';
-
-const NONE: GroupSyncWrites = {
-  removeGroups: [],
-  changeGroups: [],
-  addGroups: [],
-  createUsers: [],
-  removeMemberships: [],
-  changeMemberships: [],
-  addMemberships: [],
-};
 
 const group = (id: number, name: string, externalId: string): SyncedGroup => ({
   id,
@@ -55,7 +50,7 @@ describeEachStore('the state after a sync writes, as the mark assumes it', (stor
         read = state;
         return { writes };
       },
-      { write: writes !== NONE, lease: null, shortcut: null },
+      { write: writes !== NO_WRITES, lease: null, shortcut: null },
     );
     assert.ok(read);
     return read;
@@ -80,7 +75,7 @@ describeEachStore('the state after a sync writes, as the mark assumes it', (stor
       type: 0,
     });
     await apply({
-      ...NONE,
+      ...NO_WRITES,
       addGroups: [group(10, 'Chess', 'id-10'), group(11, 'Drama', 'id-11'), group(12, 'Leaving', 'id-12')],
       createUsers: ['ann', 'ben', 'cat'],
       addMemberships: [
@@ -91,7 +86,7 @@ describeEachStore('the state after a sync writes, as the mark assumes it', (stor
       ],
     });
     await stores.groups.setMembership({ group: local.id, username: 'ann', status: 1 });
-    const before = await apply(NONE);
+    const before = await apply(NO_WRITES);
     const writes: GroupSyncWrites = {
       removeGroups: [12],
       changeGroups: [{ ...group(11, 'Theatre', 'id-11'), type: 1 }],
@@ -106,6 +101,6 @@ describeEachStore('the state after a sync writes, as the mark assumes it', (stor
       ],
     };
     await apply(writes);
-    assert.deepEqual(comparable(await apply(NONE)), comparable(stateAfter(before, writes)));
+    assert.deepEqual(comparable(await apply(NO_WRITES)), comparable(stateAfter(before, writes)));
   });
 });
