@@ -9,9 +9,10 @@
 // same requests the same way: the headers come from the same builder (headers.ts), the access line
 // from access-log.ts, and test/caches/raw-reads.test.ts compares the two byte for byte.
 // Stores whose memory is made exact by a look at the store itself (Stores.look: PostgreSQL, Redis;
-// issue 24) are answered after that look: the request first reads without it (no cookie, nobody: the
-// store is never touched), then waits for the shared look, reads from memory, and otherwise hands
-// the request to Fastify (`fallback`), which asks the store: a failed look is never a stale answer.
+// issue 24) are answered after that look: a request without a session cookie is read without it (no
+// store is touched); one with a cookie waits for the shared look, reads from memory, and otherwise
+// hands the request to Fastify (`fallback`), which asks the store: a failed look is never a stale
+// answer.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
@@ -127,22 +128,16 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     if (found === null) return false;
     const fast = { sessionid: readCookies(request.headers).sessionid, params: found.params };
     const { look } = deps;
-    if (look === undefined) {
-      // No session, no store read (FastRead): no look at other processes' commits either.
+    // No session, no store read (FastRead, contract §2): no look at other processes' commits either.
+    // Without a look to wait for (SQLite), atOnce's look is synchronous.
+    if (fast.sessionid === undefined || look === undefined) {
       const result =
         fast.sessionid === undefined ? found.route.read(fast) : deps.atOnce(() => found.route.read(fast));
       if (result === undefined) return false;
       send(request, response, found.route, result, started);
       return true;
     }
-    // Without the look: what needs no store (no cookie: contract §2, nothing is looked up).
-    const direct = found.route.read(fast);
-    if (direct !== undefined) {
-      send(request, response, found.route, direct, started);
-      return true;
-    }
-    // No cookie and no answer (a group page: the route's 403): no look at any store either.
-    if (fast.sessionid === undefined) return false;
+    // The reader runs once, after the look (it would otherwise hash the session id twice).
     const { reads } = found.route;
     look(reads).then(
       () => {
