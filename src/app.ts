@@ -27,8 +27,20 @@ import { registerGroupRoutes } from './routes/groups.ts';
 import { registerOidcRoutes } from './routes/oidc.ts';
 import { registerOps, registerSchemaRoute } from './routes/ops.ts';
 import { registerSessionRoutes } from './routes/sessions.ts';
+import { GROUP_MEMORY_LIMITS } from './store/freshness/group-memory.ts';
+import { SESSION_MEMORY_ENTRIES } from './store/freshness/session-memory.ts';
 import { openStores } from './store/open.ts';
+import type { MemoryOptions } from './store/options.ts';
 import type { Stores } from './store/types.ts';
+
+/**
+ * What a serving process keeps in memory: sessions and the group pages, as the group routes write
+ * them, made exact by the stores' freshness gate (docs/freshness.md).
+ */
+export const SERVING_MEMORY: MemoryOptions = {
+  sessions: { capacity: SESSION_MEMORY_ENTRIES },
+  groups: { json: GROUP_JSON, limits: GROUP_MEMORY_LIMITS },
+};
 
 /** How long a readiness answer about a backend is reused (contract §6: probes cannot hammer it). */
 const READY_PROBE_TTL_MS = 5000;
@@ -76,8 +88,12 @@ async function openConfiguredStores(config: Config, logger: Logger, migrate: boo
     migrate,
     // The stores reconnect by themselves; a broken idle connection is only worth a warning.
     onError: (store, err) => logger.warn({ store, err }, 'store connection error'),
-    // The group answers this process serves, kept in memory where the store can (issue 14).
-    groupJson: GROUP_JSON,
+    memory: SERVING_MEMORY,
+    // Without keyspace events, Redis answers every check itself: slower, never stale.
+    onKeyEvents: (flowing, why) =>
+      flowing
+        ? logger.info({ store: 'sessions' }, `session memory on: ${why}`)
+        : logger.warn({ store: 'sessions' }, `session memory off, Redis answers every session: ${why}`),
   });
   if (!migrate) return stores;
   try {
@@ -119,6 +135,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const sessions = new Sessions(stores.sessions, now, {
       secret,
       onError: (err) => logger.warn({ err }, 'recording last_seen failed'),
+      memory: stores.memory.sessions,
     });
     const throttle = new LoginThrottle(stores.throttle, config.throttle, secret, now);
     const login = new LoginProcedure({
@@ -158,8 +175,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       ...config.http,
       logger,
       metrics,
-      atOnce: stores.atOnce ?? ((work) => work()),
-      ...(stores.look === undefined ? {} : { look: stores.look }),
+      freshness: stores.freshness,
     });
     const hooks = sessionHooks(fastify, sessions);
     const cookies = { cookieSecure: config.http.cookieSecure, trustedOrigins: config.http.trustedOrigins };
@@ -180,7 +196,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       // A test's own authenticator stands for a password backend.
       passwordLogin: deps.authenticator !== undefined || config.auth.backends.length > 0,
     });
-    registerGroupRoutes(endpoint, { hooks, sessions, groups: stores.groups });
+    registerGroupRoutes(endpoint, {
+      hooks,
+      sessions,
+      groups: stores.groups,
+      memory: stores.memory.groups,
+      freshness: stores.freshness,
+    });
     registerSchemaRoute(fastify, endpoint);
     registerWebClient(fastify);
     registerOps(fastify, {

@@ -1,19 +1,21 @@
-// A microbenchmark of the store's part of the hot paths (issue 14), before/after in one process:
-// the session cache's answer as the raw check path asks it, with "anything committed?" asked of
-// PRAGMA data_version on every call (before: unwatched()) or of the WAL-index header (after:
-// watchCommits), in alternating rounds so that a busy machine weighs on both alike; then the group
-// cache's answers. A second connection on the same file commits now and then in the last case, as
-// another worker would. `node --disable-warning=ExperimentalWarning bench/cases/store-check.ts`
-// prints µs per call.
+// A microbenchmark of the store's part of the hot paths, before/after in one process: the session
+// memory's answer as the raw check path asks it (a catch-up, then memory), with "anything
+// committed?" asked of PRAGMA data_version on every call (before: unwatched()) or of the WAL-index
+// header (after: watchCommits), in alternating rounds so that a busy machine weighs on both alike;
+// then the group memory's answers. A second connection on the same file commits now and then in the
+// last case, as another worker would. `node --disable-warning=ExperimentalWarning
+// bench/cases/store-check.ts` prints µs per call.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { DatabaseSync } from 'node:sqlite';
+import { SERVING_MEMORY } from '../../src/app.ts';
 import { hashSessionId } from '../../src/auth/sessions.ts';
-import { GROUP_JSON } from '../../src/groups/json.ts';
-import { hasGroupCache } from '../../src/store/group-types.ts';
-import { unwatched, watchCommits } from '../../src/store/sqlite/commit-watch.ts';
-import { call } from '../../src/store/sqlite/driver.ts';
-import { cachedSqliteSessions } from '../../src/store/sqlite/sessions.ts';
+import { answerWindows, withWindowsOpen } from '../../src/store/freshness/gate.ts';
+import { type CommitWatch, unwatched, watchCommits } from '../../src/store/sqlite/commit-watch.ts';
+import { sqliteDriver } from '../../src/store/sqlite/driver.ts';
+import { sqliteCatchUp } from '../../src/store/sqlite/freshness.ts';
+import { sqliteSessionMemory } from '../../src/store/sqlite/sessions.ts';
 import { openSqliteStores } from '../../src/store/sqlite/store.ts';
 
 const CALLS = 200_000;
@@ -36,11 +38,32 @@ function race(cases: Record<string, () => unknown>): void {
   }
 }
 
+/** SQLite's session memory over `watch`, and its answer as the raw check path asks it. */
+function sessionMemory(db: DatabaseSync, watch: CommitWatch) {
+  const windows = answerWindows();
+  const sessions = sqliteSessionMemory(db, sqliteDriver(db), windows.sessions, 1000);
+  const source = sqliteCatchUp(watch, { sessions: sessions.catchUp });
+  if (!('now' in source)) throw new Error('SQLite catches up synchronously');
+  return {
+    store: sessions.store,
+    answer: (key: string, now: number) => {
+      source.now(['sessions']);
+      return withWindowsOpen(windows, ['sessions'], () => sessions.answers.answer(key, now));
+    },
+  };
+}
+
+const sqliteOf = (opened: ReturnType<typeof openSqliteStores>) => {
+  if (opened.engine.database !== 'sqlite') throw new Error('a SQLite store was asked for');
+  return opened.engine.db;
+};
+
 const dir = mkdtempSync(join(tmpdir(), 'clubhouse-store-check-'));
 const path = join(dir, 'db.sqlite');
-const stores = openSqliteStores(path, { groupJson: GROUP_JSON });
+const stores = openSqliteStores(path, { memory: SERVING_MEMORY });
 const other = openSqliteStores(path, { migrate: false });
-const watch = watchCommits(stores.db);
+const db = sqliteOf(stores);
+const watch = watchCommits(db);
 try {
   const now = Date.now();
   const groups = Array.from({ length: 20 }, (_, i) => ({
@@ -69,38 +92,50 @@ try {
     100,
   );
   const key = idHash.toString('hex');
-  const before = cachedSqliteSessions(stores.db, call, unwatched());
-  const after = cachedSqliteSessions(stores.db, call, watch);
-  await before.get(idHash, now);
-  await after.get(idHash, now);
-  if (before.peek(key, now)?.username !== 'alice' || after.peek(key, now)?.username !== 'alice')
-    throw new Error('the sessions are not cached');
+  const before = sessionMemory(db, unwatched());
+  const after = sessionMemory(db, watch);
+  await before.store.get(idHash, now);
+  await after.store.get(idHash, now);
+  if (before.answer(key, now)?.username !== 'alice' || after.answer(key, now)?.username !== 'alice')
+    throw new Error('the sessions are not in memory');
   race({
-    'session peek, before (data_version every call)': () => before.peek(key, now),
-    'session peek, after (WAL-index header)': () => after.peek(key, now),
+    'session from memory, before (data_version every call)': () => before.answer(key, now),
+    'session from memory, after (WAL-index header)': () => after.answer(key, now),
   });
   // Another connection commits (a login elsewhere) before every 100th call: the slow path's share.
-  const touch = other.db.prepare('UPDATE sessions SET last_seen = ? WHERE id_hash = ?');
+  const touch = sqliteOf(other).prepare('UPDATE sessions SET last_seen = ? WHERE id_hash = ?');
   let n = 0;
-  const committing = (peek: () => unknown) => () => {
+  const committing = (answer: () => unknown) => () => {
     if (++n % 100 === 0) touch.run(n, idHash);
-    return peek();
+    return answer();
   };
   race({
-    'session peek + a commit elsewhere every 100 calls, before': committing(() => before.peek(key, now)),
-    'session peek + a commit elsewhere every 100 calls, after': committing(() => after.peek(key, now)),
+    'session from memory + a commit elsewhere every 100 calls, before': committing(() =>
+      before.answer(key, now),
+    ),
+    'session from memory + a commit elsewhere every 100 calls, after': committing(() =>
+      after.answer(key, now),
+    ),
   });
-  const cache = stores.groups;
-  if (hasGroupCache(cache)) {
-    await cache.listForMember('alice');
-    await cache.detail(7, 'alice');
-    const list = cache.peekList('alice');
-    if (list === undefined || cache.peekDetail(7, 'alice') === undefined) throw new Error('not cached');
+  const memory = stores.memory.groups;
+  if (memory !== null) {
+    const { freshness } = stores;
+    const fromMemory = <T>(read: () => T) => {
+      freshness.catchUp(['groups']);
+      return freshness.answerFromMemory(read, ['groups']);
+    };
+    await stores.groups.listForMember('alice');
+    await stores.groups.detail(7, 'alice');
+    const list = fromMemory(() => memory.list('alice'));
+    if (list === undefined || fromMemory(() => memory.detail(7, 'alice')) === undefined)
+      throw new Error('not in memory');
     race({
-      [`group list peek (20 groups, ${list.length} bytes)`]: () => cache.peekList('alice'),
-      'group detail peek': () => cache.peekDetail(7, 'alice'),
+      [`group list from memory (20 groups, ${list.length} bytes)`]: () =>
+        fromMemory(() => memory.list('alice')),
+      'group detail from memory': () => fromMemory(() => memory.detail(7, 'alice')),
       // Synchronous under the promise: the read snapshot and the refill a cold request pays.
-      'group list miss (listForMember: its snapshot read and the refill)': () => cache.listForMember('alice'),
+      'group list miss (listForMember: its snapshot read and the refill)': () =>
+        stores.groups.listForMember('alice'),
     });
   }
 } finally {

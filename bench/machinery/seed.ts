@@ -118,7 +118,8 @@ function inBatches(db: Parameters<typeof transaction>[0], count: number, insert:
 export function seedDatabase(path: string, loadFile: string, plan: SeedPlan): SeedResult {
   const started = performance.now();
   const stores = openSqliteStores(path);
-  const { db } = stores;
+  if (stores.engine.database !== 'sqlite') throw new Error('a SQLite store was asked for');
+  const { db } = stores.engine;
   const now = Date.now();
   // A throw-away file: no durability needed while filling it; WAL again before the server opens it.
   db.exec(`
@@ -184,7 +185,7 @@ export function seedDatabase(path: string, loadFile: string, plan: SeedPlan): Se
     db.exec('PRAGMA journal_mode = WAL');
     writeFileSync(loadFile, loadLines(ids, plan));
   } finally {
-    stores.db.close();
+    db.close();
   }
   return { path, loadFile, seconds: (performance.now() - started) / 1000 };
 }

@@ -1,6 +1,6 @@
 // Session ids, cookies and the session lifecycle (contract §2), and a user's own sessions (§9).
 import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { hasSessionCache, type SessionCache, type SessionStore, type StoredSession } from '../store/types.ts';
+import type { SessionMemoryAnswers, SessionStore, StoredSession } from '../store/types.ts';
 import { LastSeen } from './last-seen.ts';
 
 export const SESSION_COOKIE = 'sessionid';
@@ -78,8 +78,8 @@ export function hashSessionId(id: string): Buffer {
 }
 
 /**
- * The session cache's key of an id: the hex of its hash, computed straight to a string (a Buffer
- * per request costs three times as much, in the hash and in the garbage collector; issue 14).
+ * The session memory's key of an id: the hex of its hash, computed straight to a string (a Buffer
+ * per request costs three times as much, in the hash and in the garbage collector).
  */
 function sessionKey(id: string): string {
   return hash('sha256', id, 'hex');
@@ -96,12 +96,15 @@ export async function sharedSecret(
   return configured === null ? stores.secretKey() : Buffer.from(configured);
 }
 
+/** What Sessions.fromMemory answers when only the store can tell. */
+export const ASK_THE_STORE: unique symbol = Symbol('ask the store');
+
 /** The session lifecycle over a store, with an injectable clock. */
 export class Sessions {
   readonly store: SessionStore;
   readonly now: () => number;
-  /** The store's in-memory answers, when it has them (SQLite's cache); null otherwise. */
-  readonly #cache: SessionCache | null;
+  /** The sessions the process keeps in memory (null: none); answering only inside the freshness gate. */
+  readonly #memory: SessionMemoryAnswers | null;
   readonly #lastSeen: LastSeen;
   /** Keys the public handles (contract §9); the same on every instance that shares the secret. */
   readonly #handleKey: Buffer;
@@ -113,11 +116,15 @@ export class Sessions {
   constructor(
     store: SessionStore,
     now: () => number = Date.now,
-    options: { readonly secret?: Buffer; readonly onError?: (err: unknown) => void } = {},
+    options: {
+      readonly secret?: Buffer;
+      readonly onError?: (err: unknown) => void;
+      readonly memory?: SessionMemoryAnswers | null;
+    } = {},
   ) {
     this.store = store;
     this.now = now;
-    this.#cache = hasSessionCache(store) ? store : null;
+    this.#memory = options.memory ?? null;
     this.#lastSeen = new LastSeen(store, now, options.onError ?? (() => {}));
     this.#handleKey = createHmac('sha256', options.secret ?? randomBytes(32))
       .update('clubhouse session handle')
@@ -150,17 +157,17 @@ export class Sessions {
   }
 
   /**
-   * The answer `resolve` would give, synchronously, when no store round trip is needed: null for a
-   * missing or malformed id, the cached answer otherwise; undefined when the store must be asked.
+   * The answer `resolve` would give, synchronously, without the store: null (nobody) for a missing or
+   * malformed id, the username of a session kept in memory (inside FreshnessGate.answerFromMemory);
+   * ASK_THE_STORE otherwise.
    */
-  peek(id: string | undefined): string | null | undefined {
+  fromMemory(id: string | undefined): string | null | typeof ASK_THE_STORE {
     if (!isWellFormedSessionId(id)) return null;
-    if (this.#cache === null) return undefined;
+    if (this.#memory === null) return ASK_THE_STORE;
     const key = sessionKey(id);
     const now = this.now();
-    const record = this.#cache.peek(key, now);
-    if (record === undefined) return undefined;
-    if (record === null) return null;
+    const record = this.#memory.answer(key, now);
+    if (record === undefined) return ASK_THE_STORE;
     this.#lastSeen.noteKey(key, now);
     return record.username;
   }

@@ -22,7 +22,7 @@ export { ConfigError } from './error.ts';
 export type { LogLevel } from './settings.ts';
 
 /** What the HTTP layer is configured with: the edge's settings and COOKIE_SECURE. */
-type HttpSettings = Omit<EdgeOptions, 'logger' | 'metrics' | 'atOnce' | 'look'> & {
+type HttpSettings = Omit<EdgeOptions, 'logger' | 'metrics' | 'freshness'> & {
   readonly cookieSecure: boolean;
 };
 

@@ -42,10 +42,8 @@ export interface EdgeOptions {
   readonly headersTimeoutMs: number;
   readonly requestTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
-  /** Runs one request's reads from memory with one look at other processes' commits (Stores.atOnce). */
-  readonly atOnce: RawReadDeps['atOnce'];
-  /** The shared look the reads from memory wait for first (Stores.look). */
-  readonly look?: RawReadDeps['look'];
+  /** Catches the memories up before the raw read path answers from them (Stores.freshness). */
+  readonly freshness: RawReadDeps['freshness'];
 }
 
 export interface Edge {
@@ -96,8 +94,7 @@ export async function createEdge(options: EdgeOptions): Promise<Edge> {
         metrics,
         logger,
         accessLog: options.accessLog,
-        atOnce: options.atOnce,
-        ...(options.look === undefined ? {} : { look: options.look }),
+        freshness: options.freshness,
         closing: () => lifecycle.closing,
       }),
       logger,

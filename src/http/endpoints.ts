@@ -17,10 +17,11 @@ import type {
   RouteGenericInterface,
   RouteHandlerMethod,
 } from 'fastify';
+import type { Memory } from '../store/types.ts';
 import { methodNotAllowed } from './api-errors.ts';
 import { isTrustedPreflight, preflightHeaders } from './cors.ts';
 import { sendJson } from './headers.ts';
-import type { CachedRead, FastRead, FastRoutes } from './raw-reads.ts';
+import type { FastRead, FastRoutes } from './raw-reads.ts';
 import { SCHEMAS } from './schemas.ts';
 
 type Handler<G extends RouteGenericInterface> = RouteHandlerMethod<
@@ -65,8 +66,8 @@ interface EndpointOptions {
    * the GET route must answer the same, and should call the same reader first.
    */
   readonly fast?: FastRead;
-  /** The stores' in-memory answers `fast` uses (default all): what it waits for a look at. */
-  readonly fastReads?: readonly CachedRead[];
+  /** The memories `fast` answers from (default all): what the freshness gate catches up first. */
+  readonly fastMemories?: readonly Memory[];
 }
 
 /** The route as a metric label: the pattern without its regex (`/api/group/:id`). */
@@ -147,8 +148,8 @@ function declareEndpoint(
   for (const adder of adders) adder.add();
   if (options.fast !== undefined) {
     if (!declared.has('GET')) throw new Error(`${url}: a fast reader needs a GET route`);
-    const reads = options.fastReads ?? ['sessions', 'groups'];
-    fast.add(url, { read: options.fast, reads, allow, label: routeLabel(url) });
+    const memories = options.fastMemories ?? ['sessions', 'groups'];
+    fast.add(url, { read: options.fast, memories, allow, label: routeLabel(url) });
   }
 
   const description = JSON.stringify({ name: options.name, methods });

@@ -1,22 +1,22 @@
 // The raw read path: the hottest GETs answered on node's request, before Fastify, when the answer
-// needs no I/O (issue 8: check is called on every page view of every client; issue 14: so are the
-// group pages). Which URLs it answers, their Allow and their bodies are not decided here: an
-// endpoint declared with a `fast` reader (endpoints.ts) is entered in this table by the same
-// declaration that gives Fastify its routes, routed by the same router (find-my-way, with Fastify's
-// options), and its reader is the same function its Fastify route answers from memory with.
-// Everything the reader does not answer (a cache miss, no session on a group URL), a query string, a
-// Host that ALLOWED_HOSTS refuses, a server that is closing, is left to Fastify, which answers the
-// same requests the same way: the headers come from the same builder (headers.ts), the access line
-// from access-log.ts, and test/caches/raw-reads.test.ts compares the two byte for byte.
-// Stores whose memory is made exact by a look at the store itself (Stores.look: PostgreSQL, Redis;
-// issue 24) are answered after that look: a request without a session cookie is read without it (no
-// store is touched); one with a cookie waits for the shared look, reads from memory, and otherwise
-// hands the request to Fastify (`fallback`), which asks the store: a failed look is never a stale
-// answer.
+// needs no I/O beyond the freshness gate's catch-up (check is called on every page view of every
+// client; so are the group pages). Which URLs it answers, their Allow and their bodies are not
+// decided here: an endpoint declared with a `fast` reader (endpoints.ts) is entered in this table by
+// the same declaration that gives Fastify its routes, routed by the same router (find-my-way, with
+// Fastify's options), and its reader is the function that answers from memory.
+// Everything the reader does not answer (not kept in memory, no session on a group URL), a query
+// string, a Host that ALLOWED_HOSTS refuses, a server that is closing, is left to Fastify, which
+// answers the same requests the same way: the headers come from the same builder (headers.ts), the
+// access line from access-log.ts, and test/caches/raw-reads.test.ts compares the two byte for byte.
+// A request with a session cookie is answered from memory only after the freshness gate has caught
+// the memories up (docs/freshness.md): at once on SQLite, after one shared round trip on PostgreSQL
+// and Redis; a catch-up that fails hands the request to Fastify (`fallback`), which asks the store: a
+// failed catch-up is never a stale answer. A request without one is read without any store.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
 import { readCookies } from '../auth/cookies.ts';
+import type { FreshnessGate, Memory } from '../store/types.ts';
 import { logArrival, logCompletion } from './access-log.ts';
 import { hasOneHost } from './allowed-hosts.ts';
 import { JSON_CONTENT_TYPE, responseHeaderList } from './headers.ts';
@@ -41,17 +41,15 @@ export interface FastRequest {
 
 /**
  * Answers a GET synchronously from memory, or undefined to leave it to the Fastify route. Without a
- * session cookie it reads no store (the raw path then runs it without Stores.atOnce's look at other
- * processes' commits): what nobody may read is answered, or left to Fastify, from the request alone.
+ * session cookie it reads no memory (the raw path then runs it without a catch-up): what nobody may
+ * read is answered, or left to Fastify, from the request alone.
  */
 export type FastRead = (request: FastRequest) => FastAnswer | undefined;
 
-/** The stores' in-memory answers a fast reader uses (Stores.look waits for a look at those). */
-export type CachedRead = 'sessions' | 'groups';
-
 interface FastRoute {
   readonly read: FastRead;
-  readonly reads: readonly CachedRead[];
+  /** The memories `read` answers from: what the gate catches up first. */
+  readonly memories: readonly Memory[];
   readonly allow: string;
   /** The route as the request metrics name it (the Fastify route's label). */
   readonly label: string;
@@ -66,8 +64,8 @@ export class FastRoutes {
   readonly #router = FindMyWay({ ignoreTrailingSlash: true, maxParamLength: Number.MAX_SAFE_INTEGER });
   /**
    * A URL without parameters, as written and with a trailing slash, to what the router finds for it
-   * (the same route, no parameters): one Map lookup instead of the router's walk and decoding
-   * (issue 24). Any other spelling (percent-encoded, a parameter) goes to the router.
+   * (the same route, no parameters): one Map lookup instead of the router's walk and decoding. Any
+   * other spelling (percent-encoded, a parameter) goes to the router.
    */
   readonly #exact = new Map<string, Found>();
 
@@ -96,17 +94,15 @@ export interface RawReadDeps {
   readonly logger: Logger;
   /** ACCESS_LOG: one line per request (access-log.ts). */
   readonly accessLog: boolean;
-  /** Runs one request's reads from memory with one look at other processes' commits (Stores.atOnce). */
-  readonly atOnce: <T>(work: () => T, reads?: readonly CachedRead[]) => T;
-  /** The shared look the reads from memory wait for first (Stores.look); absent: atOnce is enough. */
-  readonly look?: (reads: readonly CachedRead[]) => Promise<void>;
+  /** Catches the memories up before they answer (Stores.freshness). */
+  readonly freshness: FreshnessGate;
   /** True once the server is closing: then Fastify answers (503). */
   readonly closing: () => boolean;
 }
 
 /**
  * Answers a request on the raw path (true), or leaves it to Fastify (false); having answered true, it
- * may still hand the request to Fastify later, by calling `fallback` (after a look).
+ * may still hand the request to Fastify later, by calling `fallback` (after a catch-up).
  */
 export type RawHandler = (
   request: IncomingMessage,
@@ -127,28 +123,35 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     const found = routes.find(url);
     if (found === null) return false;
     const fast = { sessionid: readCookies(request.headers).sessionid, params: found.params };
-    const { look } = deps;
-    // No session, no store read (FastRead, contract §2): no look at other processes' commits either.
-    // Without a look to wait for (SQLite), atOnce's look is synchronous.
-    if (fast.sessionid === undefined || look === undefined) {
-      const result =
-        fast.sessionid === undefined ? found.route.read(fast) : deps.atOnce(() => found.route.read(fast));
+    const { route } = found;
+    // No session, no memory to read (FastRead, contract §2): no catch-up either.
+    if (fast.sessionid === undefined) {
+      const result = route.read(fast);
       if (result === undefined) return false;
-      send(request, response, found.route, result, started);
+      send(request, response, route, result, started);
       return true;
     }
-    // The reader runs once, after the look (it would otherwise hash the session id twice).
-    const { reads } = found.route;
-    look(reads).then(
+    const { freshness } = deps;
+    const { memories } = route;
+    const catchingUp = freshness.catchUp(memories);
+    // Caught up already (SQLite): answer now, or leave it to Fastify at once.
+    if (catchingUp === null) {
+      const result = freshness.answerFromMemory(() => route.read(fast), memories);
+      if (result === undefined) return false;
+      send(request, response, route, result, started);
+      return true;
+    }
+    // The reader runs once, after the catch-up (it would otherwise hash the session id twice).
+    catchingUp.then(
       () => {
         let result: FastAnswer | undefined;
         try {
-          result = deps.atOnce(() => found.route.read(fast), reads);
+          result = freshness.answerFromMemory(() => route.read(fast), memories);
         } catch (err) {
           logger.error({ err }, 'raw read path failed');
         }
         if (result === undefined) fallback();
-        else send(request, response, found.route, result, started);
+        else send(request, response, route, result, started);
       },
       // The store is asked by the Fastify route: its answer, or its 503 (contract §2).
       fallback,

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { loginCookies, readCookies } from '../auth/cookies.ts';
 import { parseCredentials } from '../auth/credentials.ts';
 import type { LoginProcedure } from '../auth/login.ts';
-import { keptUserAgent, newCsrfToken, type Sessions } from '../auth/sessions.ts';
+import { ASK_THE_STORE, keptUserAgent, newCsrfToken, type Sessions } from '../auth/sessions.ts';
 import type { UsernameCase } from '../auth/username.ts';
 import { API_ERRORS, ApiError, FieldErrors, throttled } from '../http/api-errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
@@ -89,13 +89,13 @@ export function registerAuthRoutes(endpoint: DeclareEndpoint, deps: AuthRouteDep
     return loggedOut(deps.cookieSecure, request, reply);
   };
 
-  // contract §2: no cookie answers nobody without the store; a session the cache knows, from memory.
+  // contract §2: no cookie answers nobody without the store; a session kept in memory, from memory.
   const fastCheck = ({ sessionid }: { sessionid: string | undefined }) => {
-    const username = sessions.peek(sessionid);
-    return username === undefined ? undefined : checkAnswer(username);
+    const username = sessions.fromMemory(sessionid);
+    return username === ASK_THE_STORE ? undefined : checkAnswer(username);
   };
-  // The check reads the sessions alone: it waits for no look at the groups.
-  endpoint({ url: '/api/auth/check', name: 'Check', fast: fastCheck, fastReads: ['sessions'] }, (routes) =>
+  // The check reads the sessions alone: it waits for no catch-up of the groups.
+  endpoint({ url: '/api/auth/check', name: 'Check', fast: fastCheck, fastMemories: ['sessions'] }, (routes) =>
     routes.get({ schema: SCHEMAS.check, preHandler: deps.hooks.readSession }, check),
   );
   endpoint({ url: '/api/auth/login', name: 'Login', beforeBody: guard }, (routes) =>

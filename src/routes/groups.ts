@@ -1,8 +1,9 @@
 // /api/group/ and /api/group/{id} (contract §3); both need a logged-in session (requireSession).
-// A store that keeps the groups in memory answers them there: on the raw read path for a session
-// the cache knows, and in the route before the database (the same reader, one in-memory answer).
+// A process that keeps the group pages in memory answers them there after the freshness gate's
+// catch-up (docs/freshness.md): on the raw read path for a session kept in memory, and in the route,
+// for the session the store found, before asking the store.
 import type { Sessions } from '../auth/sessions.ts';
-import { groupDetail, groupDetailJson, myGroups, myGroupsJson, parseGroupId } from '../groups/read.ts';
+import { groupDetail, myGroups, parseGroupId } from '../groups/read.ts';
 import { API_ERRORS, ApiError } from '../http/api-errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
@@ -10,41 +11,61 @@ import type { FastAnswer, FastRequest } from '../http/raw-reads.ts';
 import { SCHEMAS } from '../http/schemas.ts';
 import { caller, type SessionHooks } from '../http/session.ts';
 import type { GroupStore } from '../store/group-types.ts';
+import type { FreshnessGate, GroupMemoryAnswers } from '../store/types.ts';
 
 export interface GroupRouteDeps {
   readonly hooks: SessionHooks;
   readonly sessions: Sessions;
   readonly groups: GroupStore;
+  /** The group pages kept in memory (null: none), and the gate that makes them exact. */
+  readonly memory: GroupMemoryAnswers | null;
+  readonly freshness: FreshnessGate;
 }
 
-/** 200 with the cached JSON; a string is ASCII (the group cache's contract), sent as latin1. */
-const cached = (body: string | Buffer | undefined): FastAnswer | undefined =>
+/** A page from memory after a catch-up of the group memory; undefined: ask the store. */
+async function pageFromMemory(
+  freshness: FreshnessGate,
+  read: () => string | Buffer | undefined,
+): Promise<string | Buffer | undefined> {
+  const catchingUp = freshness.catchUp(['groups']);
+  if (catchingUp !== null) {
+    try {
+      await catchingUp;
+    } catch {
+      return undefined; // the store answers, or says it cannot (503)
+    }
+  }
+  return freshness.answerFromMemory(read, ['groups']);
+}
+
+/** 200 with the JSON from memory; a string is ASCII (GroupJson's contract), sent as latin1. */
+const fromMemory = (body: string | Buffer | undefined): FastAnswer | undefined =>
   body === undefined ? undefined : { status: 200, body, ascii: typeof body === 'string' };
 
 /** The two group endpoints. */
 export function registerGroupRoutes(endpoint: DeclareEndpoint, deps: GroupRouteDeps): void {
   const { requireSession } = deps.hooks;
-  const { sessions, groups } = deps;
-  // The raw read path's readers: a session the cache knows, and its answer from memory (403 and 404
-  // are the routes' to give).
+  const { sessions, memory } = deps;
+  // The raw read path's readers: a session kept in memory, and its answer from memory (nobody's 403
+  // and an unknown group's 404 are the routes' to give).
   const fastList = ({ sessionid }: FastRequest) => {
-    const username = sessions.peek(sessionid);
-    return typeof username === 'string' ? cached(myGroupsJson(groups, username)) : undefined;
+    const username = sessions.fromMemory(sessionid);
+    return typeof username === 'string' ? fromMemory(memory?.list(username)) : undefined;
   };
   const fastDetail = ({ sessionid, params }: FastRequest) => {
-    const username = sessions.peek(sessionid);
+    const username = sessions.fromMemory(sessionid);
     const id = parseGroupId(params['id'] ?? '');
     if (typeof username !== 'string' || id === null) return undefined;
-    return cached(groupDetailJson(groups, id, username));
+    return fromMemory(memory?.detail(id, username));
   };
-  // Serialized by the route's response schema: exactly the contract's fields, nothing more. A store
-  // with a group cache hands over the same bytes already serialized
-  // (test/caches/groups-cached-json.test.ts compares the two), sent as is with the same status and
-  // headers.
+  // Serialized by the route's response schema: exactly the contract's fields, nothing more. Memory
+  // holds the same bytes already serialized (test/caches/groups-cached-json.test.ts compares the
+  // two), sent as is with the same status and headers.
   endpoint({ url: '/api/group', name: 'Group List', fast: fastList }, (routes) =>
     routes.get({ schema: SCHEMAS.groupList, preHandler: requireSession }, async (request, reply) => {
       const username = caller(request);
-      const json = myGroupsJson(deps.groups, username);
+      const json =
+        memory === null ? undefined : await pageFromMemory(deps.freshness, () => memory.list(username));
       if (json !== undefined) return sendJson(reply, 200, json);
       return reply.code(200).send(await myGroups(deps.groups, username));
     }),
@@ -58,7 +79,10 @@ export function registerGroupRoutes(endpoint: DeclareEndpoint, deps: GroupRouteD
         const id = parseGroupId(request.params.id);
         if (id === null) throw new ApiError(API_ERRORS.NOT_FOUND);
         const username = caller(request);
-        const json = groupDetailJson(deps.groups, id, username);
+        const json =
+          memory === null
+            ? undefined
+            : await pageFromMemory(deps.freshness, () => memory.detail(id, username));
         if (json !== undefined) return sendJson(reply, 200, json);
         const group = await groupDetail(deps.groups, id, username);
         if (group === null) throw new ApiError(API_ERRORS.NOT_FOUND);

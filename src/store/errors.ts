@@ -50,3 +50,18 @@ export class LeaseLostError extends Error {
     super(`the ${lease} lock was lost before the write (another instance may hold it now)`);
   }
 }
+
+/**
+ * A store that answers, but is set up so that it would lose what the service keeps in it (a Redis
+ * whose maxmemory-policy evicts sessions): start-up stops, and /readyz names it.
+ */
+export class StoreMisconfiguredError extends Error {
+  override readonly name = 'StoreMisconfiguredError';
+  readonly store: string;
+  readonly reason: string;
+  constructor(store: string, reason: string) {
+    super(`${store}: ${reason}`);
+    this.store = store;
+    this.reason = reason;
+  }
+}

@@ -1,6 +1,6 @@
 // The groups' seam (contract §3, §4): groups, memberships, the import's data, the store that keeps
-// them, and the in-memory answers some stores add. Every implementation passes the contract tests;
-// methods throw StoreUnavailableError when the store cannot answer.
+// them, and how the answers kept in memory are written (GroupJson). Every implementation passes the
+// contract tests; methods throw StoreUnavailableError when the store cannot answer.
 
 export type MemberStatus = -1 | 0 | 1 | 2;
 export type StoredMemberStatus = 0 | 1 | 2;
@@ -64,7 +64,7 @@ export type JsonBytes = string | Buffer;
 
 /**
  * How the answers of the group endpoints are written (groups/json.ts), handed to a store that keeps
- * them in memory. The store keeps each group's `group` JSON as opaque bytes and has the two answers
+ * them in memory (freshness/group-memory.ts). The store keeps each group's `group` JSON as opaque bytes and has the two answers
  * built from those pieces: it never knows the fields of an answer.
  */
 export interface GroupJson {
@@ -74,20 +74,4 @@ export interface GroupJson {
   list(groups: readonly JsonBytes[]): JsonBytes;
   /** The JSON of detail: the group's kept JSON with the user's member_status. */
   detail(group: JsonBytes, memberStatus: MemberStatus): JsonBytes;
-}
-
-/**
- * A capability some group stores add (the SQLite store's in-process cache, issue 14): the JSON body of
- * listForMember / detail as GroupJson writes it, from memory, synchronously, with the same exactness
- * as the database (a change committed anywhere is seen by the very next call); undefined when the
- * store itself must be asked (a miss, a detail of a group that does not exist, a failure).
- */
-export interface GroupCache {
-  peekList(username: string): JsonBytes | undefined;
-  peekDetail(id: number, username: string): JsonBytes | undefined;
-}
-
-/** True for a group store that also offers the in-memory answers. */
-export function hasGroupCache(store: GroupStore): store is GroupStore & GroupCache {
-  return 'peekList' in store && typeof store.peekList === 'function';
 }

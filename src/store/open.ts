@@ -1,14 +1,21 @@
 // Opens the stores the options name (contract §6): SQLite or PostgreSQL for everything, or with
 // sessions and throttle counters moved to Redis while groups, users and the secret key stay in the
 // database. PostgreSQL and Redis clients are loaded only when named (they cost ~10 MB of memory).
+// A serving process's memories answer through one freshness gate (freshness/gate.ts), whichever
+// stores hold them.
 import { existsSync } from 'node:fs';
+import { answerWindows, type CatchUpSource, freshnessGate } from './freshness/gate.ts';
 import { type OpenOptions, type StoreOptions, storeTls } from './options.ts';
 import type { RedisStores } from './redis/store.ts';
-import type { SharedLook } from './shared-look.ts';
 import { openSqliteDatabase } from './sqlite/driver.ts';
 import { migrateSqlite } from './sqlite/schema.ts';
-import { openSqliteStores } from './sqlite/store.ts';
-import type { Stores } from './types.ts';
+import { type DatabaseStores, openSqliteStores } from './sqlite/store.ts';
+import type { Memory, Stores } from './types.ts';
+
+type OpenDatabaseOptions = OpenOptions & {
+  readonly existing?: boolean;
+  readonly windows?: ReturnType<typeof answerWindows>;
+};
 
 /**
  * The database's stores alone (sessions too, unless `options.sessions` moves them), migrated unless
@@ -16,54 +23,65 @@ import type { Stores } from './types.ts';
  */
 export async function openDatabase(
   options: StoreOptions,
-  open: OpenOptions & { readonly existing?: boolean } = {},
-): Promise<Stores | null> {
+  open: OpenDatabaseOptions = {},
+): Promise<DatabaseStores | null> {
   const tls = storeTls(options);
   const { database } = options;
+  // Sessions elsewhere (Redis): their memory, if any, is not the database's.
+  const memory =
+    open.memory === undefined || options.sessions === null ? open.memory : { ...open.memory, sessions: null };
   if (database.kind === 'sqlite') {
     if (open.existing === true && (database.path === ':memory:' || !existsSync(database.path))) return null;
     const opened = openSqliteStores(database.path, {
       busyTimeoutMs: database.busyTimeoutMs,
-      migrate: open.migrate,
-      groupJson: open.groupJson,
+      ...(open.migrate === undefined ? {} : { migrate: open.migrate }),
+      ...(memory === undefined ? {} : { memory }),
+      ...(open.windows === undefined ? {} : { windows: open.windows }),
     });
-    return Object.assign(opened, { tls });
+    return { ...opened, tls };
   }
   const { openPostgresStores } = await import('./postgres/store.ts');
   const { postgresConnection } = await import('./postgres/driver.ts');
   const opened = await openPostgresStores(postgresConnection(database.target, database.transactionPooler), {
-    migrate: open.migrate,
+    ...(open.migrate === undefined ? {} : { migrate: open.migrate }),
     onError: (err) => open.onError?.('database', err),
-    groupJson: open.groupJson,
-    sessionsElsewhere: options.sessions !== null,
+    ...(memory === undefined ? {} : { memory }),
+    ...(open.windows === undefined ? {} : { windows: open.windows }),
   });
-  return Object.assign(opened, { tls });
+  return { ...opened, tls };
 }
 
 /** The stores `options` name, migrated (unless told not to) and ready. */
 export async function openStores(options: StoreOptions, open: OpenOptions = {}): Promise<Stores> {
-  const database = (await openDatabase(options, open))!;
+  const windows = answerWindows();
+  const database = (await openDatabase(options, { ...open, windows }))!;
   if (options.sessions === null) return database;
-  // PostgreSQL's shared looks (with the group cache): the sessions in Redis join them (issue 24).
-  const looks = (database as { readonly sharedLooks?: { readonly sessions: SharedLook } }).sharedLooks;
+  const sessionMemory = open.memory?.sessions ?? null;
   let redis: RedisStores;
   try {
     const { openRedisStores } = await import('./redis/store.ts');
     redis = await openRedisStores(options.sessions.target, {
       keyPrefix: options.sessions.keyPrefix,
       onError: (err) => open.onError?.('sessions', err),
-      ...(looks === undefined ? {} : { look: looks.sessions }),
+      ...(sessionMemory === null
+        ? {}
+        : { memory: { capacity: sessionMemory.capacity, window: windows.sessions } }),
+      ...(open.onKeyEvents === undefined ? {} : { onKeyEvents: open.onKeyEvents }),
     });
   } catch (err) {
     await database.close();
     throw err;
   }
-  const combined: Stores & { readonly redis: RedisStores['client'] } = {
+  const sources: Partial<Record<Memory, CatchUpSource>> = { ...database.catchUpSources };
+  if (redis.memory !== null) sources.sessions = { rounds: redis.memory.rounds };
+  return {
     ...database,
-    redis: redis.client,
     sessions: redis.sessions,
     throttle: redis.throttle,
     flows: redis.flows,
+    memory: { sessions: redis.memory?.answers ?? null, groups: database.memory.groups },
+    freshness: freshnessGate(sources, windows),
+    engine: { ...database.engine, redis: redis.client },
     ping: async () => {
       await Promise.all([database.ping(), redis.ping()]);
     },
@@ -71,7 +89,6 @@ export async function openStores(options: StoreOptions, open: OpenOptions = {}):
       await Promise.allSettled([database.close(), redis.close()]);
     },
   };
-  return combined;
 }
 
 /** Applies pending migrations (`clubhouse migrate`); returns the versions applied. */

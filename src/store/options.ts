@@ -2,10 +2,11 @@
 // read the settings (config/store-options.ts). The store reads no environment and no URL; what a
 // target becomes for a driver (the CA file read, pg's `ssl`, ioredis's `tls`) is each driver's own.
 
+import type { GroupMemoryLimits } from './freshness/group-memory.ts';
 import type { GroupJson } from './group-types.ts';
 import type { TlsState } from './types.ts';
 
-/** libpq's `sslmode` words that clubhouse accepts (issue 17: no silent downgrade). */
+/** libpq's `sslmode` words that clubhouse accepts (no silent downgrade: docs/operations.md). */
 export type PostgresSslMode = 'disable' | 'require' | 'verify-full';
 
 /** A PostgreSQL server and how to trust it. */
@@ -45,19 +46,30 @@ export interface StoreOptions {
   };
 }
 
+/**
+ * What a serving process keeps in memory, made exact by the freshness gate (freshness/gate.ts); each
+ * null to keep none of that kind. Absent altogether: nothing (the command line, a primary that
+ * serves nothing).
+ */
+export interface MemoryOptions {
+  /** Sessions, at most `capacity` of them (the oldest leave first). */
+  readonly sessions: { readonly capacity: number } | null;
+  /** The group pages, as the JSON `json` writes, within `limits`. */
+  readonly groups: { readonly json: GroupJson; readonly limits: GroupMemoryLimits } | null;
+}
+
 export interface OpenOptions {
   /** Apply pending migrations first (default true; a cluster's workers leave it to the primary). */
   readonly migrate?: boolean;
   /** Hears of background connection errors (the stores reconnect by themselves). */
   readonly onError?: (store: 'database' | 'sessions', err: Error) => void;
-  /**
-   * How the group answers are written, for a store that keeps them in memory (the SQLite group
-   * cache, issue 14); absent: no such cache (a process that does not serve, the CLI).
-   */
-  readonly groupJson?: GroupJson;
+  /** What to keep in memory; absent: nothing. */
+  readonly memory?: MemoryOptions;
+  /** Hears when the Redis session memory's key events stop or flow again (logged). */
+  readonly onKeyEvents?: (flowing: boolean, why: string) => void;
 }
 
-/** The TLS state of the connection to each store (issue 17: /readyz, `clubhouse config check`). */
+/** The TLS state of the connection to each store (/readyz, `clubhouse config check`). */
 export function storeTls(options: StoreOptions): { database: TlsState; sessions: TlsState } {
   const { database, sessions } = options;
   const databaseTls = database.kind === 'sqlite' ? 'local' : postgresTlsState(database.target.mode);

@@ -1,8 +1,11 @@
 // The seams between the domain and its storage. Every implementation (SQLite, PostgreSQL, Redis)
 // passes the same contract tests. Methods throw StoreUnavailableError when the store cannot answer.
 // The groups' seam is group-types.ts.
+import type { DatabaseSync } from 'node:sqlite';
+import type { Redis } from 'ioredis';
+import type pg from 'pg';
 import type { GroupSyncStore } from './group-sync-types.ts';
-import type { GroupStore } from './group-types.ts';
+import type { GroupStore, JsonBytes } from './group-types.ts';
 
 export interface SessionRecord {
   readonly username: string;
@@ -56,20 +59,6 @@ export interface SessionStore {
   countUser(username: string, now: number): Promise<number>;
   purgeExpired(now: number): Promise<number>;
   countActive(now: number): Promise<number>;
-}
-
-/**
- * A capability some session stores add (the SQLite store's in-process cache): answering `get` from
- * memory, synchronously, with the same exactness; undefined when the store itself must be asked.
- */
-export interface SessionCache {
-  /** `key` is the hex of the id's hash (sessionKey): the hot path makes no Buffer (issue 14). */
-  peek(key: string, now: number): SessionRecord | null | undefined;
-}
-
-/** True for a session store that also offers the in-memory answer. */
-export function hasSessionCache(store: SessionStore): store is SessionStore & SessionCache {
-  return 'peek' in store && typeof store.peek === 'function';
 }
 
 /** One login attempt in flight, counted as a failure-to-be under its username's key (contract §3). */
@@ -165,8 +154,9 @@ export interface UserStore {
 }
 
 /**
- * How a store is reached (issue 17): TLS with the server's certificate and name checked, TLS without
- * checks (sslmode=require, asked for by name), no TLS, or a local file (SQLite).
+ * How a store is reached (docs/operations.md, TLS to the stores): TLS with the server's certificate
+ * and name checked, TLS without checks (sslmode=require, asked for by name), no TLS, or a local file
+ * (SQLite).
  */
 export type TlsState = 'verified' | 'not verified' | 'off' | 'local';
 
@@ -201,8 +191,50 @@ export interface UsernameMaintenance {
   nonCanonical(canonical: Canonicalizer): Promise<UsernameFinding[]>;
 }
 
-/** The in-memory answers a reader uses: the sessions' (SessionCache), the groups' (GroupCache). */
-export type CachedRead = 'sessions' | 'groups';
+/** The answers a process may keep in memory: the sessions, and the group pages. */
+export type Memory = 'sessions' | 'groups';
+
+/**
+ * The one way an answer from memory stays exact (docs/freshness.md): catch up with every commit made
+ * before the request arrived, by any process, then answer from memory at once. SQLite catches up
+ * synchronously (one read of the WAL-index header); PostgreSQL and Redis in one round trip shared by
+ * every request of an event-loop turn.
+ */
+export interface FreshnessGate {
+  /**
+   * Catches the memories named up with every commit made before this call. Null: done, synchronously;
+   * answer now. A promise: resolves once a catch-up begun after this call has been applied (answer
+   * then), rejects when the store could not be asked (then ask the store, never memory).
+   */
+  catchUp(memories: readonly Memory[]): Promise<void> | null;
+  /** Runs `read` with the memories named answering; outside it they answer nothing. */
+  answerFromMemory<T>(read: () => T, memories: readonly Memory[]): T;
+}
+
+/** The sessions a process keeps in memory, answering only inside FreshnessGate.answerFromMemory. */
+export interface SessionMemoryAnswers {
+  /** The session whose id hashes to `key` (hex), live at `now`; undefined: ask the store. */
+  answer(key: string, now: number): SessionRecord | undefined;
+}
+
+/** The group pages a process keeps in memory, as the JSON the routes send (GroupJson's). */
+export interface GroupMemoryAnswers {
+  /** GET /api/group/ for `username`; undefined: ask the store. */
+  list(username: string): JsonBytes | undefined;
+  /** GET /api/group/{id} for `username`; undefined: ask the store. */
+  detail(id: number, username: string): JsonBytes | undefined;
+}
+
+/** The memories of a process: null where it keeps none (the command line, or not that store). */
+export interface Memories {
+  readonly sessions: SessionMemoryAnswers | null;
+  readonly groups: GroupMemoryAnswers | null;
+}
+
+/** The engines under the stores, for what only an engine can do (tests, the benchmark, the CLI's SQL). */
+export type EngineHandles =
+  | { readonly database: 'sqlite'; readonly db: DatabaseSync; readonly redis: Redis | null }
+  | { readonly database: 'postgres'; readonly pool: pg.Pool; readonly redis: Redis | null };
 
 /** Everything the service keeps, opened from the settings. */
 export interface Stores {
@@ -216,23 +248,15 @@ export interface Stores {
   readonly flows: FlowStore;
   /** Stored usernames and their canonical form (the database's; sessions may be elsewhere). */
   readonly usernames: UsernameMaintenance;
-  /**
-   * Runs `work`, whose in-memory answers (SessionCache, GroupCache) then come from one look at what
-   * other processes committed (SQLite: one read of the WAL-index header); absent: no such caches.
-   */
-  readonly atOnce?: <T>(work: () => T, reads?: readonly CachedRead[]) => T;
-  /**
-   * Present when the in-memory answers need a look at the store itself (PostgreSQL, Redis: issue 24):
-   * resolves once a look at the caches `reads` names, begun after the call, has been applied
-   * (shared-look.ts); only then are atOnce's answers from those caches (and only those: atOnce is
-   * given the same `reads`) exact for a request that arrived before the call. Rejects when it failed.
-   */
-  readonly look?: (reads: readonly CachedRead[]) => Promise<void>;
+  /** The answers kept in memory, and the gate that keeps them exact. */
+  readonly memory: Memories;
+  readonly freshness: FreshnessGate;
+  readonly engine: EngineHandles;
   /** A secret shared by every instance on this database (keys the throttle's fingerprints). */
   secretKey(): Promise<Buffer>;
   /** Throws when a store cannot answer; names it. */
   ping(): Promise<void>;
-  /** The TLS state of the connection to each store, for /readyz (absent: not known). */
-  readonly tls?: { readonly database: TlsState; readonly sessions: TlsState };
+  /** The TLS state of the connection to each store, for /readyz. */
+  readonly tls: { readonly database: TlsState; readonly sessions: TlsState };
   close(): Promise<void>;
 }

@@ -1,27 +1,27 @@
-// Issue 14: the commit watch (src/store/sqlite/commit-watch.ts) that tells the session and group
-// caches whether anything was committed since they last caught up, by comparing the WAL-index header
-// at the start of the -shm file with the bytes seen last. Torn headers, WAL resets, no -shm at all,
-// the shared descriptor, and the session cache's catching up on top of it.
+// The commit watch (src/store/sqlite/commit-watch.ts) that tells the session and group memories
+// whether anything was committed since they last caught up, by comparing the WAL-index header at the
+// start of the -shm file with the bytes seen last. Torn headers, WAL resets, no -shm at all, the
+// shared descriptor, and the session memory's catching up on top of it.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
+import { SERVING_MEMORY } from '../../src/app.ts';
 import {
   headerWatch,
   isCompleteHeader,
   openShmFiles,
-  sharedWatch,
   unwatched,
   WAL_INDEX_HEADER_BYTES,
   watchCommits,
 } from '../../src/store/sqlite/commit-watch.ts';
 import { openSqliteDatabase } from '../../src/store/sqlite/driver.ts';
+import { sqliteCatchUp } from '../../src/store/sqlite/freshness.ts';
 import { migrateSqlite } from '../../src/store/sqlite/schema.ts';
-import { cachedSqliteSessions } from '../../src/store/sqlite/sessions.ts';
 import { openSqliteStores } from '../../src/store/sqlite/store.ts';
-import { aliceSession, lockedOnce } from '../helpers/sqlite-sessions.ts';
+import { aliceSession, lockedOnce, sessionsWithMemory } from '../helpers/sqlite-sessions.ts';
 
 let dir: string;
 before(() => {
@@ -120,26 +120,25 @@ describe('headerWatch: the protocol over scripted reads', () => {
   });
 });
 
-describe('sharedWatch: one look per request', () => {
-  test('inside once() the file is read once, outside it every call reads; nested once() reads once', () => {
+describe('the SQLite catch-up: one read of the header per request', () => {
+  test('a catch-up of both memories reads the file once; each request reads afresh', () => {
     let reads = 0;
     const inner = unwatched(); // moves on every read: each read is visible in the epoch
-    const counted = () => {
-      reads++;
-      return inner.epoch();
-    };
-    const watch = sharedWatch({ ...inner, epoch: counted });
-    const [a, b, c] = watch.once(() => [watch.epoch(), watch.epoch(), watch.once(() => watch.epoch())]);
+    const counted = { ...inner, epoch: () => ++reads && inner.epoch() };
+    const ran: string[] = [];
+    const source = sqliteCatchUp(counted, {
+      sessions: () => ran.push('sessions'),
+      groups: () => ran.push('groups'),
+    });
+    assert.ok('now' in source);
+    source.now(['sessions', 'groups']);
     assert.equal(reads, 1);
-    assert.deepEqual([b, c], [a, a], 'every cache inside one request sees the same look');
-    const next = watch.epoch();
-    assert.equal(reads, 2);
-    assert.ok(next > a!, 'after once() the next call reads again');
-    assert.equal(
-      watch.once(() => watch.epoch()),
-      next + 1,
-    );
-    assert.equal(reads, 3, 'each once() reads afresh');
+    assert.deepEqual(ran, ['sessions', 'groups'], 'every memory of one request caught up by the same read');
+    source.now(['sessions']);
+    assert.equal(reads, 2, 'the next request reads again');
+    assert.deepEqual(ran, ['sessions', 'groups', 'sessions'], 'the epoch moved: the exact check runs');
+    source.now(['groups']);
+    assert.equal(reads, 3, 'each request reads afresh');
   });
 
   test('a commit between two requests is seen by the second, on a real file', () => {
@@ -147,15 +146,18 @@ describe('sharedWatch: one look per request', () => {
     const a = openSqliteDatabase(file);
     const b = openSqliteDatabase(file);
     migrateSqlite(a);
-    const watch = sharedWatch(watchCommits(a));
+    const watch = watchCommits(a);
+    let checks = 0;
+    const source = sqliteCatchUp(watch, { sessions: () => checks++ });
     try {
-      const first = watch.once(() => watch.epoch());
-      assert.equal(
-        watch.once(() => watch.epoch()),
-        first,
-      );
+      assert.ok('now' in source);
+      source.now(['sessions']);
+      assert.equal(checks, 1);
+      source.now(['sessions']);
+      assert.equal(checks, 1, 'nothing committed: no exact check');
       b.exec("INSERT INTO users (username, created_at) VALUES ('bob', 1)");
-      assert.ok(watch.once(() => watch.epoch()) > first, 'the next request sees the commit');
+      source.now(['sessions']);
+      assert.equal(checks, 2, 'the next request sees the commit');
     } finally {
       a.close();
       b.close();
@@ -242,9 +244,12 @@ describe('watchCommits on a real file', () => {
   test('one descriptor per -shm file per process, closed after the last store on the file', async () => {
     const file = freshFile();
     const before = openShmFiles();
-    const a = openSqliteStores(file);
-    const b = openSqliteStores(file);
-    const other = openSqliteStores(freshFile());
+    // Stores that keep memories (a serving process's) watch the file; the command line's do not.
+    const a = openSqliteStores(file, { memory: SERVING_MEMORY });
+    const b = openSqliteStores(file, { memory: SERVING_MEMORY });
+    const other = openSqliteStores(freshFile(), { memory: SERVING_MEMORY });
+    const unwatching = openSqliteStores(file);
+    await unwatching.close();
     assert.equal(openShmFiles(), before + 2);
     await a.close();
     assert.equal(openShmFiles(), before + 2, 'b still uses it');
@@ -254,9 +259,9 @@ describe('watchCommits on a real file', () => {
   });
 });
 
-// The session cache on the watch: from memory with no statement at all while nothing is committed,
-// and issue 12's defect 4 kept fixed: a failed catch-up is retried though the header is the same.
-describe('the session cache on the watch', () => {
+// The session memory on the watch: from memory with no statement at all while nothing is committed,
+// and a failed catch-up retried though the header is the same.
+describe('the session memory on the watch', () => {
   test('no PRAGMA data_version while nothing is committed; one after a commit elsewhere', async () => {
     const file = freshFile();
     const dbA = openSqliteDatabase(file);
@@ -282,26 +287,26 @@ describe('the session cache on the watch', () => {
         };
       },
     });
-    const call = async <T>(work: () => T): Promise<T> => work();
     const watch = watchCommits(dbB);
-    const a = cachedSqliteSessions(dbA, call);
-    const b = cachedSqliteSessions(counted, call, watch);
+    const a = sessionsWithMemory(dbA);
+    const b = sessionsWithMemory(counted, watch);
     try {
       const now = Date.now();
       const idHash = Buffer.alloc(32, 9);
-      await aliceSession(dbA, a, idHash, now);
-      assert.equal((await b.get(idHash, now))?.username, 'alice');
+      await aliceSession(dbA, a.store, idHash, now);
+      assert.equal((await b.store.get(idHash, now))?.username, 'alice');
+      assert.equal(b.fromMemory(idHash, now), 'alice', 'kept in B: caught up with the session written');
       pragmas = 0;
-      for (let i = 0; i < 100; i++) assert.equal(b.peek(idHash.toString('hex'), now)?.username, 'alice');
+      for (let i = 0; i < 100; i++) assert.equal(b.fromMemory(idHash, now), 'alice');
       assert.equal(pragmas, 0, 'answered from memory without a statement');
       dbA.exec("UPDATE users SET last_login_at = 1 WHERE username = 'alice'");
-      assert.equal(b.peek(idHash.toString('hex'), now)?.username, 'alice');
+      assert.equal(b.fromMemory(idHash, now), 'alice');
       assert.equal(pragmas, 1, 'one data_version after a commit elsewhere');
-      assert.equal(b.peek(idHash.toString('hex'), now)?.username, 'alice');
+      assert.equal(b.fromMemory(idHash, now), 'alice');
       assert.equal(pragmas, 1);
-      assert.equal(await a.delete(idHash), true);
-      assert.equal(b.peek(idHash.toString('hex'), now), undefined, 'the deletion is seen at once');
-      assert.equal(await b.get(idHash, now), null);
+      assert.equal(await a.store.delete(idHash), true);
+      assert.equal(b.fromMemory(idHash, now), undefined, 'the deletion is seen at once');
+      assert.equal(await b.store.get(idHash, now), null);
     } finally {
       dbB.close();
       dbA.close();
@@ -315,28 +320,24 @@ describe('the session cache on the watch', () => {
     migrateSqlite(dbA);
     const dbB = openSqliteDatabase(file);
     const flaky = lockedOnce(dbB);
-    const call = async <T>(work: () => T): Promise<T> => work();
     const watch = watchCommits(dbB);
     assert.equal(watch.shared, true);
-    const a = cachedSqliteSessions(dbA, call);
-    const b = cachedSqliteSessions(flaky.db, call, watch);
+    const a = sessionsWithMemory(dbA);
+    const b = sessionsWithMemory(flaky.db, watch);
     try {
       const now = Date.now();
       const idHash = Buffer.alloc(32, 7);
-      await aliceSession(dbA, a, idHash, now);
-      assert.equal((await b.get(idHash, now))?.username, 'alice', 'cached in B');
-      assert.equal(await a.delete(idHash), true);
+      await aliceSession(dbA, a.store, idHash, now);
+      assert.equal((await b.store.get(idHash, now))?.username, 'alice');
+      assert.equal(b.fromMemory(idHash, now), 'alice', 'kept in B');
+      assert.equal(await a.store.delete(idHash), true);
       flaky.arm();
-      assert.equal(
-        b.peek(idHash.toString('hex'), now),
-        undefined,
-        'the failure is left to the asynchronous path',
-      );
+      assert.equal(b.fromMemory(idHash, now), undefined, 'the failure is left to the store');
       assert.equal(flaky.armed(), false, 'the log read was attempted and failed');
-      // The header has not changed since the failed attempt: the cache must still catch up, and
-      // evict the session (a miss) rather than answer the cached record.
-      assert.equal(b.peek(idHash.toString('hex'), now), undefined, 'B read the log it missed');
-      assert.equal(await b.get(idHash, now), null);
+      // The header has not changed since the failed attempt: memory must still catch up, and forget
+      // the session (a miss) rather than answer it.
+      assert.equal(b.fromMemory(idHash, now), undefined, 'B read the log it missed');
+      assert.equal(await b.store.get(idHash, now), null);
     } finally {
       dbB.close();
       dbA.close();

@@ -1,8 +1,8 @@
-// Issue 14: the SQLite group cache (src/store/sqlite/groups.ts) answers the group endpoints from
-// memory, yet a change committed by any connection is seen by the very next call. Two connections to
-// one file, as two processes (or the CLI) would have: A serves from its cache, B writes; a third,
-// without any cache, says what the database holds. Random writes by either, and after each one every
-// answer A gives from memory must be the database's.
+// SQLite's group memory (src/store/sqlite/groups.ts) answers the group endpoints, yet a change
+// committed by any connection is seen by the very next call. Two connections to one file, as two
+// processes (or the CLI) would have: A serves from its memory, B writes; a third, without any memory,
+// says what the database holds. Random writes by either, and after each one every answer A gives
+// from memory must be the database's.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,15 +12,18 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { GROUP_JSON } from '../../src/groups/json.ts';
 import { ImportConflictError } from '../../src/store/errors.ts';
-import { GROUP_CACHE_LIMITS, type GroupCacheLimits } from '../../src/store/group-memory.ts';
-import type { Group, GroupCache, GroupStore } from '../../src/store/group-types.ts';
+import { answerWindows, withWindowsOpen } from '../../src/store/freshness/gate.ts';
+import { GROUP_MEMORY_LIMITS, type GroupMemoryLimits } from '../../src/store/freshness/group-memory.ts';
+import type { Group, GroupStore, JsonBytes } from '../../src/store/group-types.ts';
 import { sqlGroupStore } from '../../src/store/sql/groups.ts';
 import { sqlUserStore } from '../../src/store/sql/users.ts';
 import { type CommitWatch, unwatched, watchCommits } from '../../src/store/sqlite/commit-watch.ts';
-import { call, openSqliteDatabase, sqliteDriver } from '../../src/store/sqlite/driver.ts';
-import { cachedSqliteGroups } from '../../src/store/sqlite/groups.ts';
+import { openSqliteDatabase, sqliteDriver } from '../../src/store/sqlite/driver.ts';
+import { sqliteCatchUp } from '../../src/store/sqlite/freshness.ts';
+import { sqliteGroupMemory } from '../../src/store/sqlite/groups.ts';
 import { openSqliteStores } from '../../src/store/sqlite/store.ts';
 import type { Stores, UserStore } from '../../src/store/types.ts';
+import { sqliteDb } from '../helpers/engines.ts';
 
 let dir: string;
 before(() => {
@@ -32,17 +35,43 @@ const USERS = ['ann', 'ben', 'cat'] as const;
 const IDS = [1, 2, 3, 4] as const;
 const NAMES = ['Chess', 'Go', 'Bridge', 'Art', 'Choir'] as const;
 
+/** A group store with memory, answering as the raw read path asks it: after a catch-up. */
+interface GroupsWithMemory extends GroupStore {
+  listFromMemory(username: string): JsonBytes | undefined;
+  detailFromMemory(id: number, username: string): JsonBytes | undefined;
+}
+
+function groupsWithMemory(db: DatabaseSync, watch: CommitWatch, limits: GroupMemoryLimits): GroupsWithMemory {
+  const windows = answerWindows();
+  const groups = sqliteGroupMemory(db, sqliteDriver(db), windows.groups, GROUP_JSON, limits);
+  const source = sqliteCatchUp(watch, { groups: groups.catchUp });
+  const fromMemory = <T>(answer: () => T): T | undefined => {
+    try {
+      if ('now' in source) source.now(['groups']);
+    } catch {
+      return undefined; // a failed catch-up: the store answers
+    }
+    return withWindowsOpen(windows, ['groups'], answer);
+  };
+  return {
+    ...groups.store,
+    listFromMemory: (username) => fromMemory(() => groups.answers.list(username)),
+    detailFromMemory: (id, username) => fromMemory(() => groups.answers.detail(id, username)),
+  };
+}
+
 interface Setup {
-  readonly a: GroupStore & GroupCache;
+  readonly a: GroupsWithMemory;
   readonly aUsers: UserStore;
   readonly aDb: DatabaseSync;
-  readonly b: Stores & { readonly db: DatabaseSync };
+  readonly b: Stores;
+  readonly bDb: DatabaseSync;
   readonly truth: GroupStore;
   close(): Promise<void>;
 }
 
 let files = 0;
-function setup(options: { watched: boolean; limits?: GroupCacheLimits }): Setup {
+function setup(options: { watched: boolean; limits?: GroupMemoryLimits }): Setup {
   const file = join(dir, `db-${++files}.sqlite`);
   const b = openSqliteStores(file);
   const aDb = openSqliteDatabase(file);
@@ -51,10 +80,11 @@ function setup(options: { watched: boolean; limits?: GroupCacheLimits }): Setup 
   const aDriver = sqliteDriver(aDb);
   const truthDb = openSqliteDatabase(file);
   return {
-    a: cachedSqliteGroups(aDb, aDriver, call, watch, GROUP_JSON, options.limits),
+    a: groupsWithMemory(aDb, watch, options.limits ?? GROUP_MEMORY_LIMITS),
     aUsers: sqlUserStore(aDriver),
     aDb,
     b,
+    bDb: sqliteDb(b),
     truth: sqlGroupStore(sqliteDriver(truthDb)),
     async close() {
       aDb.close();
@@ -69,23 +99,24 @@ function setup(options: { watched: boolean; limits?: GroupCacheLimits }): Setup 
 async function assertExact(s: Setup, where: string, fillsStay: boolean): Promise<void> {
   for (const username of USERS) {
     const list = JSON.stringify(await s.truth.listForMember(username));
-    const cached = s.a.peekList(username)?.toString();
-    if (cached !== undefined) assert.equal(cached, list, `${where}: list of ${username} from memory`);
+    const remembered = s.a.listFromMemory(username)?.toString();
+    if (remembered !== undefined) assert.equal(remembered, list, `${where}: list of ${username} from memory`);
     else {
       assert.equal(JSON.stringify(await s.a.listForMember(username)), list, `${where}: list of ${username}`);
       if (fillsStay)
-        assert.equal(s.a.peekList(username)?.toString(), list, `${where}: list of ${username} kept`);
+        assert.equal(s.a.listFromMemory(username)?.toString(), list, `${where}: list of ${username} kept`);
     }
     for (const id of [...IDS, 9]) {
       const truth = await s.truth.detail(id, username);
       const detail = truth === null ? undefined : JSON.stringify(truth);
-      const peeked = s.a.peekDetail(id, username)?.toString();
+      const peeked = s.a.detailFromMemory(id, username)?.toString();
       if (peeked !== undefined)
         assert.equal(peeked, detail, `${where}: detail ${id} for ${username} from memory`);
       else {
         const fresh = await s.a.detail(id, username);
         assert.equal(fresh === null ? undefined : JSON.stringify(fresh), detail, `${where}: detail ${id}`);
-        if (fillsStay && detail !== undefined) assert.equal(s.a.peekDetail(id, username)?.toString(), detail);
+        if (fillsStay && detail !== undefined)
+          assert.equal(s.a.detailFromMemory(id, username)?.toString(), detail);
       }
     }
   }
@@ -129,7 +160,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 async function apply(s: Setup, o: Op): Promise<void> {
   const groups = o.by === 'a' ? s.a : s.b.groups;
   const users = o.by === 'a' ? s.aUsers : s.b.users;
-  const db = o.by === 'a' ? s.aDb : s.b.db;
+  const db = o.by === 'a' ? s.aDb : s.bDb;
   try {
     switch (o.kind) {
       case 'upsert':
@@ -187,7 +218,7 @@ async function apply(s: Setup, o: Op): Promise<void> {
   }
 }
 
-const CONFIGURATIONS: readonly { name: string; watched: boolean; limits?: GroupCacheLimits }[] = [
+const CONFIGURATIONS: readonly { name: string; watched: boolean; limits?: GroupMemoryLimits }[] = [
   { name: 'watching the WAL-index header', watched: true },
   { name: 'without a -shm to watch (the generation read on every call)', watched: false },
   {
@@ -198,17 +229,17 @@ const CONFIGURATIONS: readonly { name: string; watched: boolean; limits?: GroupC
 ];
 
 for (const configuration of CONFIGURATIONS) {
-  describe(`the group cache, ${configuration.name}`, () => {
+  describe(`the group memory, ${configuration.name}`, () => {
     test('after any write by either connection, every answer from memory is the database’s', async () => {
       const s = setup(configuration);
       const fillsStay = configuration.limits === undefined;
       try {
         await fc.assert(
           fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 20 }), async (ops) => {
-            s.b.db.exec('DELETE FROM memberships; DELETE FROM groups; DELETE FROM users');
+            s.bDb.exec('DELETE FROM memberships; DELETE FROM groups; DELETE FROM users');
             await assertExact(s, 'empty', fillsStay);
             // Groups to join from the start, so that most membership writes land.
-            s.b.db.exec("INSERT INTO groups (id, name) VALUES (1, 'One'), (2, 'Two'), (3, 'Three')");
+            s.bDb.exec("INSERT INTO groups (id, name) VALUES (1, 'One'), (2, 'Two'), (3, 'Three')");
             for (const [i, o] of ops.entries()) {
               await apply(s, o);
               await assertExact(s, `after op ${i} ${JSON.stringify(o)}`, fillsStay);
@@ -223,7 +254,7 @@ for (const configuration of CONFIGURATIONS) {
   });
 }
 
-describe('the group cache keeps its answers', () => {
+describe('the group memory keeps its answers', () => {
   const seed = async (s: Setup) => {
     await s.b.groups.importData({
       groups: IDS.map((n) => ({
@@ -242,15 +273,15 @@ describe('the group cache keeps its answers', () => {
       ],
     });
     await s.a.listForMember('ann');
-    assert.ok(s.a.peekList('ann')?.toString() !== undefined);
+    assert.ok(s.a.listFromMemory('ann')?.toString() !== undefined);
   };
 
   test('through commits that change no answer: logins, sessions, throttle counters', async () => {
     const s = setup({ watched: true });
     try {
       await seed(s);
-      const list = s.a.peekList('ann')?.toString();
-      const detail = s.a.peekDetail(2, 'ann')?.toString();
+      const list = s.a.listFromMemory('ann')?.toString();
+      const detail = s.a.detailFromMemory(2, 'ann')?.toString();
       assert.equal(detail, JSON.stringify(await s.truth.detail(2, 'ann')), 'a pending membership');
       await s.b.users.recordLogin('ann', Date.now(), true);
       await s.b.users.recordLogin('dan', Date.now(), true);
@@ -267,8 +298,8 @@ describe('the group cache keeps its answers', () => {
         100,
       );
       await s.b.throttle.recordFailure(['user:ann'], 'f', now, 60_000);
-      assert.equal(s.a.peekList('ann')?.toString(), list);
-      assert.equal(s.a.peekDetail(2, 'ann')?.toString(), detail);
+      assert.equal(s.a.listFromMemory('ann')?.toString(), list);
+      assert.equal(s.a.detailFromMemory(2, 'ann')?.toString(), detail);
     } finally {
       await s.close();
     }
@@ -278,7 +309,7 @@ describe('the group cache keeps its answers', () => {
     const s = setup({ watched: true });
     try {
       await seed(s);
-      const list = s.a.peekList('ann')?.toString();
+      const list = s.a.listFromMemory('ann')?.toString();
       await s.b.groups.upsertGroup({
         id: 4,
         name: 'Renamed',
@@ -287,21 +318,21 @@ describe('the group cache keeps its answers', () => {
         activities: '',
         type: 1,
       });
-      assert.equal(s.a.peekList('ann')?.toString(), undefined, 'the whole cache is dropped');
+      assert.equal(s.a.listFromMemory('ann')?.toString(), undefined, 'the whole memory is dropped');
       assert.equal(JSON.stringify(await s.a.listForMember('ann')), list);
-      assert.equal(s.a.peekList('ann')?.toString(), list);
+      assert.equal(s.a.listFromMemory('ann')?.toString(), list);
     } finally {
       await s.close();
     }
   });
 
   test('bounded: the oldest entries leave first, and what is left is still right', async () => {
-    const s = setup({ watched: true, limits: { ...GROUP_CACHE_LIMITS, membershipBytes: 3 * 80 } });
+    const s = setup({ watched: true, limits: { ...GROUP_MEMORY_LIMITS, membershipBytes: 3 * 80 } });
     try {
       await seed(s);
       for (const name of ['ben', 'cat', 'dan']) await s.a.listForMember(name);
-      assert.equal(s.a.peekList('ann')?.toString(), undefined, 'ann was the oldest');
-      assert.equal(s.a.peekList('dan')?.toString(), '[]');
+      assert.equal(s.a.listFromMemory('ann')?.toString(), undefined, 'ann was the oldest');
+      assert.equal(s.a.listFromMemory('dan')?.toString(), '[]');
     } finally {
       await s.close();
     }

@@ -1,7 +1,7 @@
-// Issue 14: on SQLite the group routes send the group cache's JSON as is. The answer must be the one
-// the route's response schema serializes, byte for byte, with the same status and headers: each
-// request below is made twice, first answered from the database (a miss, serialized by Fastify from
-// the schema), then from memory (a hit, the cached JSON), and the two are compared whole.
+// The group routes send the group memory's JSON as is. The answer must be the one the route's
+// response schema serializes, byte for byte, with the same status and headers: each request below is
+// made twice, first answered from the database (a miss, serialized by Fastify from the schema), then
+// from memory (a hit, the JSON kept), and the two are compared whole.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
@@ -46,7 +46,7 @@ function wire(response: LightMyRequestResponse) {
   return { status: response.statusCode, headers, body: response.rawPayload.toString('hex') };
 }
 
-describe('the group routes answer from the group cache with the bytes the schema serializes', () => {
+describe('the group routes answer from memory with the bytes the schema serializes', () => {
   let t: TestApp;
   let cookie: string;
   /** Calls that reached the database, and answers from memory, since the last reset. */
@@ -67,9 +67,10 @@ describe('the group routes answer from the group cache with the bytes the schema
         },
       });
     }
-    for (const name of ['peekList', 'peekDetail'] as const) {
-      const original = store[name]!.bind(store) as (...args: unknown[]) => string | undefined;
-      Object.assign(store, {
+    const memory = t.stores.memory.groups!;
+    for (const name of ['list', 'detail'] as const) {
+      const original = memory[name].bind(memory) as (...args: unknown[]) => string | undefined;
+      Object.assign(memory, {
         [name]: (...args: unknown[]) => {
           const answer = original(...args);
           if (answer !== undefined) counts.memory++;
@@ -82,7 +83,7 @@ describe('the group routes answer from the group cache with the bytes the schema
 
   /** The request once from the database, then once from memory; both answers. */
   async function missThenHit(method: 'GET' | 'HEAD', url: string) {
-    // Any write drops the cache: a group nobody is in, renamed back and forth.
+    // Any write drops the group memory: a group nobody is in, renamed back and forth.
     await t.stores.groups.upsertGroup({ ...GROUPS[4]!, name: `Largest id ${Math.random()}` } as never);
     await t.stores.groups.upsertGroup(GROUPS[4]! as never);
     counts.database = 0;

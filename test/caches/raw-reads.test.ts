@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { ASK_THE_STORE } from '../../src/auth/sessions.ts';
 import { applyImport } from '../../src/groups/import.ts';
-import type { GroupCache, GroupStore } from '../../src/store/group-types.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
 
 interface Answer {
@@ -57,10 +57,10 @@ describe('the raw check path of /api/auth/check', () => {
       env: { DATABASE_URL: t.config.databaseUrl },
     });
     port = Number(new URL(await t.fastify.listen({ port: 0, host: '127.0.0.1' })).port);
-    const peek = t.sessions.peek.bind(t.sessions);
-    t.sessions.peek = (id) => {
-      const answer = peek(id);
-      if (answer !== undefined) rawAnswers++;
+    const fromMemory = t.sessions.fromMemory.bind(t.sessions);
+    t.sessions.fromMemory = (id) => {
+      const answer = fromMemory(id);
+      if (answer !== ASK_THE_STORE) rawAnswers++;
       return answer;
     };
   });
@@ -158,17 +158,17 @@ describe('the raw read path of the group pages', () => {
     );
     assert.equal(imported.ok, true);
     port = Number(new URL(await t.fastify.listen({ port: 0, host: '127.0.0.1' })).port);
-    // Counts the answers the raw path took from the group cache (it asks the store's GroupCache).
-    const groups = t.stores.groups as GroupStore & GroupCache;
-    const peekList = groups.peekList.bind(groups);
-    const peekDetail = groups.peekDetail.bind(groups);
-    groups.peekList = (username) => {
-      const answer = peekList(username);
+    // Counts the answers the raw path took from the group memory.
+    const groups = t.stores.memory.groups!;
+    const list = groups.list.bind(groups);
+    const detail = groups.detail.bind(groups);
+    groups.list = (username) => {
+      const answer = list(username);
       if (answer !== undefined) rawAnswers++;
       return answer;
     };
-    groups.peekDetail = (id, username) => {
-      const answer = peekDetail(id, username);
+    groups.detail = (id, username) => {
+      const answer = detail(id, username);
       if (answer !== undefined) rawAnswers++;
       return answer;
     };

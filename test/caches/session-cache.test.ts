@@ -1,6 +1,6 @@
-// Issue 8: sessions are answered from an in-process cache on SQLite, yet a logout, revoke or disable
-// in another process takes effect on the very next request (contract §2). Two apps on one database
-// file have two SQLite connections, as two processes (or the admin CLI) would.
+// Sessions are answered from each process's memory on SQLite, yet a logout, revoke or disable in
+// another process takes effect on the very next request (contract §2). Two apps on one database file
+// have two SQLite connections, as two processes (or the admin CLI) would.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,9 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import { runCli } from '../../src/cli/main.ts';
 import { openSqliteDatabase } from '../../src/store/sqlite/driver.ts';
 import { migrateSqlite } from '../../src/store/sqlite/schema.ts';
-import { cachedSqliteSessions } from '../../src/store/sqlite/sessions.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
-import { aliceSession, lockedOnce } from '../helpers/sqlite-sessions.ts';
+import { aliceSession, lockedOnce, sessionsWithMemory } from '../helpers/sqlite-sessions.ts';
 
 describe('the session cache across processes', () => {
   let a: TestApp;
@@ -113,14 +112,18 @@ describe('the session cache across processes', () => {
     const { cookie } = await loginAs(a.fastify, 'alice', 'pw');
     assert.equal((await check(b, cookie)).statusCode, 200);
     await a.fastify.inject({ method: 'POST', url: '/api/auth/logout', headers: { cookie } });
-    // The log entry is purged before B looks again: B must drop its whole cache rather than trust it.
+    // A later deletion: the purge keeps the newest entry (the mark a reader checks its place against).
+    const bob = await loginAs(a.fastify, 'bob', 'pw');
+    await a.fastify.inject({ method: 'POST', url: '/api/auth/logout', headers: { cookie: bob.cookie } });
+    // Alice's entry is purged before B catches up again: B must drop its whole memory rather than
+    // trust it.
     await a.stores.sessions.purgeExpired(Date.now() + 11 * 60 * 1000);
     assert.equal((await check(b, cookie)).statusCode, 403);
   });
 
-  // Issue 22, defect 8: after a live restore of an older backup the deletion log's sequence went
-  // backwards; B kept waiting for numbers it had already read, never saw the later deletions, and
-  // served a deleted session from memory.
+  // After a live restore of an older backup the deletion log's sequence went backwards; B must not
+  // keep waiting for numbers it had already read, miss the later deletions, and serve a deleted
+  // session from memory.
   for (const after of ['at once', 'once the sequence has passed where B had read'] as const) {
     test(`a restore of an older backup empties the cache of another process (deletions seen ${after})`, async () => {
       const { cookie } = await loginAs(a.fastify, 'alice', 'pw');
@@ -154,7 +157,7 @@ describe('the session cache across processes', () => {
     });
   }
 
-  test('expiry is checked on cached sessions too', async () => {
+  test('expiry is checked on sessions in memory too', async () => {
     const t = await startTestApp({ authenticator: fakeAuthenticator({ alice: 'pw' }), fixedClock: true });
     try {
       const { cookie } = await loginAs(t.fastify, 'alice', 'pw');
@@ -167,11 +170,11 @@ describe('the session cache across processes', () => {
   });
 });
 
-// Issue 12, defect 4: the cache stored the new data_version before reading the log, so one failed
-// read (SQLITE_BUSY) meant the log was never read and a deleted session answered from memory until
-// some other connection committed. Two connections to one file, the second with a log read that
-// fails once on demand.
-describe('the session cache when reading the deletion log fails', () => {
+// A catch-up that stored the new data_version before reading the log would, after one failed read
+// (SQLITE_BUSY), never read the log, and answer a deleted session from memory until some other
+// connection committed. Two connections to one file, the second with a log read that fails once on
+// demand.
+describe('the session memory when reading the deletion log fails', () => {
   test('a deleted session is refused after the failure, though nothing else commits', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'clubhouse-cache-'));
     const file = join(dir, 'db.sqlite');
@@ -179,19 +182,20 @@ describe('the session cache when reading the deletion log fails', () => {
     migrateSqlite(dbA);
     const dbB = openSqliteDatabase(file);
     const flaky = lockedOnce(dbB);
-    const call = async <T>(work: () => T): Promise<T> => work();
-    const a = cachedSqliteSessions(dbA, call);
-    const b = cachedSqliteSessions(flaky.db, call);
+    const a = sessionsWithMemory(dbA);
+    const b = sessionsWithMemory(flaky.db);
     try {
       const now = Date.now();
       const idHash = Buffer.alloc(32, 7);
-      await aliceSession(dbA, a, idHash, now);
-      assert.equal((await b.get(idHash, now))?.username, 'alice', 'cached in B');
-      assert.equal(await a.delete(idHash), true);
+      await aliceSession(dbA, a.store, idHash, now);
+      assert.equal((await b.store.get(idHash, now))?.username, 'alice');
+      assert.equal(b.fromMemory(idHash, now), 'alice', 'kept in B');
+      assert.equal(await a.store.delete(idHash), true);
       flaky.arm();
-      await assert.rejects(b.get(idHash, now), /database is locked/);
+      assert.throws(() => b.catchUp(), /database is locked/);
       assert.equal(flaky.armed(), false, 'the log read was attempted and failed');
-      assert.equal(await b.get(idHash, now), null, 'B must read the log it missed');
+      assert.equal(b.fromMemory(idHash, now), undefined, 'B must read the log it missed');
+      assert.equal(await b.store.get(idHash, now), null);
     } finally {
       dbB.close();
       dbA.close();

@@ -75,9 +75,9 @@ interface Instance {
 async function instance(app: TestApp): Promise<Instance> {
   const port = Number(new URL(await app.fastify.listen({ port: 0, host: '127.0.0.1' })).port);
   let hits = 0;
-  const peek = app.sessions.peek.bind(app.sessions);
-  app.sessions.peek = (id) => {
-    const answer = peek(id);
+  const remembered = app.sessions.fromMemory.bind(app.sessions);
+  app.sessions.fromMemory = (id) => {
+    const answer = remembered(id);
     if (typeof answer === 'string') hits++;
     return answer;
   };

@@ -1,4 +1,4 @@
-// Issue 24: answers from memory on PostgreSQL + Redis wait for a look at both stores; when that look
+// Answers from memory on PostgreSQL + Redis wait for a catch-up of both stores; when that catch-up
 // fails (Redis or PostgreSQL stopped under a running app, private servers of the harness), the
 // request is answered by the store itself: 503 + Retry-After in the contract's shape, never a 200
 // from memory. And a Redis that comes back empty (a restart without persistence) shows as a new epoch
@@ -38,7 +38,7 @@ function ask(port: number, path: string, cookie: string): Promise<Answer> {
   });
 }
 
-describe('the shared look when a store fails [PostgreSQL + Redis, private servers]', () => {
+describe('the catch-up when a store fails [PostgreSQL + Redis, private servers]', () => {
   let postgres: TestPostgres;
   let redis: TestRedis;
   let t: TestApp;
@@ -53,9 +53,9 @@ describe('the shared look when a store fails [PostgreSQL + Redis, private server
       env: { DATABASE_URL: db.url, SESSION_STORE: redis.url, REDIS_KEY_PREFIX: redis.keyPrefix() },
     });
     port = Number(new URL(await t.fastify.listen({ port: 0, host: '127.0.0.1' })).port);
-    const peek = t.sessions.peek.bind(t.sessions);
-    t.sessions.peek = (id) => {
-      const answer = peek(id);
+    const remembered = t.sessions.fromMemory.bind(t.sessions);
+    t.sessions.fromMemory = (id) => {
+      const answer = remembered(id);
       if (typeof answer === 'string') fromMemory++;
       return answer;
     };
@@ -73,19 +73,28 @@ describe('the shared look when a store fails [PostgreSQL + Redis, private server
     await postgres?.stop();
   });
 
-  /** Every request at once: they share looks, and every one of them must fail the same way. */
+  /** Every request at once: they share catch-ups, and every one of them must fail the same way. */
   const burst = (path: string, cookie: string) =>
     Promise.all(Array.from({ length: 20 }, () => ask(port, path, cookie)));
 
   const warm = async (cookie: string) => {
     for (const path of ['/api/auth/check', '/api/group/', '/api/group/1'])
       assert.equal((await ask(port, path, cookie)).status, 200, path);
-    const before = fromMemory;
-    assert.equal((await ask(port, '/api/group/', cookie)).status, 200);
-    assert.equal(fromMemory, before + 1, 'answered from memory');
+    // After a Redis restart the session memory opens again once its key events are proven to flow
+    // (src/store/redis/key-events.ts): until then Redis answers every check.
+    const deadline = Date.now() + RECOVERY_DEADLINE_MS;
+    for (;;) {
+      const before = fromMemory;
+      assert.equal((await ask(port, '/api/group/', cookie)).status, 200);
+      if (fromMemory === before + 1 || Date.now() > deadline) {
+        assert.equal(fromMemory, before + 1, 'answered from memory');
+        return;
+      }
+      await sleep(100);
+    }
   };
 
-  test('Redis stopped: every request waiting on the failed look gets 503, none a 200 from memory', async () => {
+  test('Redis stopped: every request waiting on the failed catch-up gets 503, none a 200 from memory', async () => {
     const { cookie } = await loginAs(t.fastify, 'alice', 'pw');
     await warm(cookie);
     await redis.stopServer!();

@@ -1,15 +1,14 @@
-// Issue 24: the deletion logs that keep the session caches of PostgreSQL and Redis exact, at their
-// edges: an instance whose position in the log was purged or trimmed away, a TRUNCATE, a Redis that
-// lost its log or its state. In each case the instance cannot know what was deleted, so it must
-// forget every session it kept; a session it kept must never be answered from memory after that.
+// The deletion logs that keep the session memories of PostgreSQL and Redis exact, at their edges
+// (docs/freshness.md): an instance whose position in the log was purged or trimmed away, a TRUNCATE,
+// a Redis that lost its log or its state. In each case the instance cannot know what was deleted, so
+// it must forget every session it kept; a session it kept must never be answered from memory after.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Redis } from 'ioredis';
-import type pg from 'pg';
+import { SERVING_MEMORY } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/config.ts';
-import { GROUP_JSON } from '../../src/groups/json.ts';
 import { openStores } from '../../src/store/open.ts';
-import { hasSessionCache, type Stores } from '../../src/store/types.ts';
+import type { Stores } from '../../src/store/types.ts';
+import { pgPool, redisClient } from '../helpers/engines.ts';
 import { type StoreData, storeOf } from '../helpers/stores.ts';
 
 const DAY = 86_400_000;
@@ -23,7 +22,7 @@ for (const kind of ['postgres', 'redis-postgres'] as const) {
     before(async () => {
       data = await storeOf(kind).create();
       writer = await data.open();
-      reader = await openStores(loadConfig(data.env).store, { groupJson: GROUP_JSON });
+      reader = await openStores(loadConfig(data.env).store, { memory: SERVING_MEMORY });
       await writer.users.recordLogin('alice', Date.now(), true);
     });
     after(async () => {
@@ -44,22 +43,24 @@ for (const kind of ['postgres', 'redis-postgres'] as const) {
         },
         100,
       );
-    /** The reader's answer from memory after a look (undefined: not in memory). */
+    /** The reader's answer from memory after a catch-up (undefined: not in memory). */
     const fromMemory = async (name: string) => {
-      await reader.look!(['sessions']);
-      const sessions = reader.sessions;
-      assert.ok(hasSessionCache(sessions));
-      return reader.atOnce!(() => sessions.peek(idOf(name).toString('hex'), Date.now()), ['sessions'])
-        ?.username;
+      await reader.freshness.catchUp(['sessions']);
+      const sessions = reader.memory.sessions;
+      assert.ok(sessions !== null);
+      return reader.freshness.answerFromMemory(
+        () => sessions.answer(idOf(name).toString('hex'), Date.now()),
+        ['sessions'],
+      )?.username;
     };
-    /** The reader keeps `name` in memory (a look, then a read from the store). */
+    /** The reader keeps `name` in memory (a catch-up, then a read from the store). */
     const keep = async (name: string) => {
-      await reader.look!(['sessions']);
+      await reader.freshness.catchUp(['sessions']);
       assert.equal((await reader.sessions.get(idOf(name), Date.now()))?.username, 'alice');
       assert.equal(await fromMemory(name), 'alice', `${name} is kept`);
     };
-    const sql = (text: string) => (writer as unknown as { pool: pg.Pool }).pool.query(text);
-    const redis = () => (writer as unknown as { redis: Redis }).redis;
+    const sql = (text: string) => pgPool(writer).query(text);
+    const redis = () => redisClient(writer);
 
     test('a deletion is read from the log; the others stay in memory', async () => {
       await start('x1');

@@ -14,6 +14,7 @@ import { applyImport } from '../../src/groups/import.ts';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/schema.ts';
 import { openSqliteStores } from '../../src/store/sqlite/store.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
+import { sqliteDb } from '../helpers/engines.ts';
 
 /** Every migration a fresh SQLite database gets, as `clubhouse migrate` lists them. */
 const SQLITE_VERSIONS = SQLITE_MIGRATIONS.map((migration) => migration.version).join(', ');
@@ -412,7 +413,7 @@ describe('clubhouse against the database the server has open', () => {
   before(async () => {
     t = await startTestApp({ authenticator: fakeAuthenticator({ alice: 'pw', bob: 'pw', erin: 'pw' }) });
     env = { DATABASE_URL: t.config.databaseUrl };
-    db = (t.stores as unknown as { db: DatabaseSync }).db;
+    db = sqliteDb(t.stores);
     assert.deepEqual(await applyImport(t.stores, FIXTURE, t.config.usernameCase), {
       ok: true,
       counts: { groups: 2, users: 1, memberships: 2 },

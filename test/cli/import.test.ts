@@ -11,8 +11,9 @@ import { ImportConflictError } from '../../src/store/errors.ts';
 import type { Group } from '../../src/store/group-types.ts';
 import { openSqliteStores } from '../../src/store/sqlite/store.ts';
 import type { Stores } from '../../src/store/types.ts';
+import { sqliteDb } from '../helpers/engines.ts';
 
-type SqliteStores = Stores & { readonly db: DatabaseSync };
+type SqliteStores = Stores;
 
 const MAX_ID = 2_147_483_647;
 const REASONS = {
@@ -585,7 +586,7 @@ describe('import files (contract §4)', () => {
     let db: DatabaseSync;
     before(async () => {
       stores = fresh();
-      db = stores.db;
+      db = sqliteDb(stores);
       await applyImport(stores, VALID, 'lower');
     });
 

@@ -4,11 +4,10 @@
 // runs on several with describeEachStore and hands each to startTestApp).
 import { Writable } from 'node:stream';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { type App, buildApp } from '../../src/app.ts';
+import { type App, buildApp, SERVING_MEMORY } from '../../src/app.ts';
 import type { Authenticator, VerifyResult } from '../../src/backends/authenticator.ts';
 import type { ImapAuthenticatorOptions } from '../../src/backends/imap/authenticator.ts';
 import { type Config, loadConfig } from '../../src/config/config.ts';
-import { GROUP_JSON } from '../../src/groups/json.ts';
 import { createLogger } from '../../src/logger.ts';
 import { openStores } from '../../src/store/open.ts';
 import type { Stores } from '../../src/store/types.ts';
@@ -109,8 +108,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       storeEnv['SESSION_STORE'] = config.sessionStore;
       storeEnv['REDIS_KEY_PREFIX'] = config.redisKeyPrefix;
     }
-    // As the server opens them (server.ts): with the group answers it serves kept in memory.
-    const opened = await openStores(config.store, { groupJson: GROUP_JSON });
+    // As the server opens them (app.ts): with the memories it serves from.
+    const opened = await openStores(config.store, { memory: SERVING_MEMORY });
     stores = opened;
     // Without an authenticator of the test's, the configured backends (the IMAP one by default).
     const app = await buildApp({

@@ -9,14 +9,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { DatabaseSync } from 'node:sqlite';
 import { describe } from 'node:test';
 import type { Redis } from 'ioredis';
-import type pg from 'pg';
+import { SERVING_MEMORY } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/config.ts';
-import { GROUP_JSON } from '../../src/groups/json.ts';
 import { openStores } from '../../src/store/open.ts';
 import type { Stores } from '../../src/store/types.ts';
+import { pgPool, redisClient, sqliteDb } from './engines.ts';
 import { startPgBouncer } from './pgbouncer.ts';
 import { startPostgres, type TestPostgres } from './postgres.ts';
 import { startRedis } from './redis.ts';
@@ -72,18 +71,6 @@ function rowsJson(tables: Record<string, unknown>[][]): string {
       ),
     ),
   );
-}
-
-function sqliteDb(stores: Stores): DatabaseSync {
-  return (stores as unknown as { db: DatabaseSync }).db;
-}
-
-function pgPool(stores: Stores): pg.Pool {
-  return (stores as unknown as { pool: pg.Pool }).pool;
-}
-
-function redisClient(stores: Stores): Redis {
-  return (stores as unknown as { redis: Redis }).redis;
 }
 
 async function redisKeys(client: Redis, prefix: string): Promise<string[]> {
@@ -193,8 +180,8 @@ function store(
       }
       return {
         env,
-        // With the group cache, as the server opens them: the suites run on the stores it serves from.
-        open: () => openStores(loadConfig(env).store, { groupJson: GROUP_JSON }),
+        // With the memories, as the server opens them: the suites run on the stores it serves from.
+        open: () => openStores(loadConfig(env).store, { memory: SERVING_MEMORY }),
         async reset(stores) {
           await made.reset(stores);
           if (redisSessions) {

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { hashSessionId } from '../../src/auth/sessions.ts';
 import { fakeAuthenticator, loginAs, setCookies, startTestApp, type TestApp } from '../helpers/app.ts';
+import { sqliteDb } from '../helpers/engines.ts';
 import { describeEachStore } from '../helpers/stores.ts';
 
 const PASSWORDS = { alice: 'alice-pw', bob: 'bob-pw', ünïcode: 'pw', 'Mixed.Case': 'pw' };
@@ -72,7 +73,7 @@ describe('login requests and answers (contract §2)', () => {
   // It reads SQLite's table itself (store/contract.test.ts proves the same of every store).
   test('the session store keeps only the SHA-256 of the id', async () => {
     const { sessionid } = await loginAs(t.fastify, 'alice', 'alice-pw');
-    const db = (t.stores as unknown as { db: import('node:sqlite').DatabaseSync }).db;
+    const db = sqliteDb(t.stores);
     const rows = db.prepare('SELECT id_hash FROM sessions').all();
     const stored = rows.map((row) => Buffer.from(row['id_hash'] as Uint8Array).toString('hex'));
     assert.ok(stored.includes(hashSessionId(sessionid).toString('hex')));

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
+import { pgPool } from '../helpers/engines.ts';
 import { type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.ts';
 import { startPostgres, type TestDatabase, type TestPostgres } from '../helpers/postgres.ts';
 import { startRedis, type TestRedis } from '../helpers/redis.ts';
@@ -45,7 +46,7 @@ describe('PostgreSQL behind a fault proxy', () => {
       authenticator: fakeAuthenticator({ alice: 'pw' }),
       env: { DATABASE_URL: through(database.url, proxy) },
     });
-    pool = (t.stores as unknown as { pool: pg.Pool }).pool;
+    pool = pgPool(t.stores);
   });
   after(async () => {
     proxy.setFault({ kind: 'none' });

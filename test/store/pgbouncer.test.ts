@@ -4,11 +4,11 @@
 // and the store contract run through PgBouncer too (helpers/stores.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type pg from 'pg';
 import { loadConfig } from '../../src/config/config.ts';
 import { StoreUnavailableError } from '../../src/store/errors.ts';
 import { openStores } from '../../src/store/open.ts';
 import { query } from '../../src/store/postgres/driver.ts';
+import { pgPool } from '../helpers/engines.ts';
 import { startPgBouncer, type TestPgBouncer } from '../helpers/pgbouncer.ts';
 import type { TestDatabase } from '../helpers/postgres.ts';
 import { startPostgres } from '../helpers/postgres.ts';
@@ -30,7 +30,7 @@ describe('PgBouncer in transaction mode (issue 17)', () => {
       loadConfig({ DATABASE_URL: db.url, DATABASE_TRANSACTION_POOLER: 'true' }).store,
     );
     try {
-      const pool = (stores as unknown as { pool: pg.Pool }).pool;
+      const pool = pgPool(stores);
       // Several at once, so PgBouncer hands out several server connections, the migration's among them.
       const seen = await Promise.all(
         Array.from({ length: 6 }, () =>

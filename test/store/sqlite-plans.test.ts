@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { applyImport } from '../../src/groups/import.ts';
 import { GROUP_QUERIES } from '../../src/store/sqlite/store.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
+import { sqliteDb } from '../helpers/engines.ts';
 
 const GROUPS = 100_000;
 const OTHER_USERS = 49_999;
@@ -62,7 +63,7 @@ describe('group queries at scale (100 000 groups, 1 000 000 memberships)', () =>
   let db: DatabaseSync;
   before(async () => {
     t = await startTestApp({ authenticator: fakeAuthenticator({ alice: 'pw' }) });
-    db = (t.stores as unknown as { db: DatabaseSync }).db;
+    db = sqliteDb(t.stores);
     // The bulk goes in as SQL in one transaction; alice's rows go through the import path.
     db.exec('BEGIN IMMEDIATE');
     db.exec(`

@@ -9,13 +9,13 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type pg from 'pg';
 import { ConfigError, loadConfig } from '../../src/config/config.ts';
 import { configReport } from '../../src/config/report.ts';
 import { openStores } from '../../src/store/open.ts';
 import type { Stores } from '../../src/store/types.ts';
 import { startTestApp } from '../helpers/app.ts';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certs.ts';
+import { pgPool } from '../helpers/engines.ts';
 import { startPostgres, type TestDatabase, type TestPostgres } from '../helpers/postgres.ts';
 import { startRedis, type TestRedis } from '../helpers/redis.ts';
 
@@ -66,7 +66,7 @@ async function withStores(env: Record<string, string>, work: (stores: Stores) =>
 
 /** What PostgreSQL itself says about the pool's connection. */
 async function serverSideSsl(stores: Stores): Promise<boolean> {
-  const pool = (stores as unknown as { pool: pg.Pool }).pool;
+  const pool = pgPool(stores);
   const { rows } = await pool.query<{ ssl: boolean }>(
     'SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()',
   );

@@ -6,11 +6,10 @@
 // prints, and anything that could change the plan in between (a membership set in clubhouse, a
 // changed directory, other options) makes the next run plan in full.
 import assert from 'node:assert/strict';
-import type { DatabaseSync } from 'node:sqlite';
 import { after, before, test } from 'node:test';
 import { Attribute, Change } from 'ldapts';
-import type pg from 'pg';
 import type { Stores } from '../../src/store/types.ts';
+import { pgPool, sqliteDb } from '../helpers/engines.ts';
 import { DIRECTORY_USERS, type Slapd, startSlapd, userDn } from '../helpers/slapd.ts';
 import { describeEachStore, type StoreData } from '../helpers/stores.ts';
 import {
@@ -25,8 +24,8 @@ import {
 /** Forgets the last writing run's mark, as a store that never had one: the next run plans in full. */
 async function forgetMark(stores: Stores): Promise<void> {
   const sql = "DELETE FROM meta WHERE key = 'group_sync_mark'";
-  if ('db' in stores) (stores as unknown as { db: DatabaseSync }).db.exec(sql);
-  else await (stores as unknown as { pool: pg.Pool }).pool.query(sql);
+  if (stores.engine.database === 'sqlite') sqliteDb(stores).exec(sql);
+  else await pgPool(stores).query(sql);
 }
 
 /** Whether the run's logged outcome says it was replayed rather than planned. */

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, test } from 'node:test';
 import type { Authenticator, VerifyResult } from '../../src/backends/authenticator.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { sqliteDb } from '../helpers/engines.ts';
 import { describeEachStore, type StoreData } from '../helpers/stores.ts';
 
 const PASSWORD = 'right-password';
@@ -309,7 +310,7 @@ describeEachStore('login throttling', (store) => {
   if (store.kind === 'sqlite') {
     test('the password is never stored, only a keyed hash', async () => {
       await attempt('alice', 'very-secret-guess');
-      const db = (t.stores as unknown as { db: import('node:sqlite').DatabaseSync }).db;
+      const db = sqliteDb(t.stores);
       const dump = JSON.stringify(db.prepare('SELECT * FROM throttle_failures').all());
       assert.ok(dump.includes('u:alice'));
       assert.ok(!dump.includes('very-secret-guess'));

@@ -47,6 +47,8 @@ export const POSTGRES_DIALECT: Dialect = {
   // sync's transaction keeps writers of groups out (lockGroups), not of memberships, and the mark
   // assumes none wrote between its read and its commit (sql/group-sync-mark.ts).
   groupGeneration: null,
+  // The head row of the log (migration 8): its lock orders the entries as their transactions commit.
+  sessionLogPosition: 'SELECT epoch::text AS log_epoch, seq AS log_seq FROM session_log_head',
   migrationsTable:
     'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
   isUniqueViolation: (err) => err instanceof pg.DatabaseError && err.code === '23505',

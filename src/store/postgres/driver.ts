@@ -49,7 +49,7 @@ export const POOL_SETTINGS = {
   idleTimeoutMillis: 30_000,
   // Server side: a statement running longer is cancelled (57014); a lock waited on longer (55P03).
   // Sent as startup parameters when direct; `clubhouse migrate` also makes them the role's defaults
-  // in the database, which is how they apply through a transaction-mode pooler (issue 17).
+  // in the database, which is how they apply through a transaction-mode pooler (docs/operations.md, PgBouncer).
   statement_timeout: 5000,
   lock_timeout: 3000,
   // Client side: the answer of a query that PostgreSQL never sends (a half-open connection).
@@ -117,7 +117,7 @@ export function createPool(
 ): pg.Pool {
   const connection = typeof target === 'string' ? postgresConnection(target) : target;
   const { statement_timeout, lock_timeout, ...common } = POOL_SETTINGS;
-  // PgBouncer answers "unsupported startup parameter: statement_timeout" (issue 17).
+  // PgBouncer answers "unsupported startup parameter: statement_timeout".
   const timeouts = connection.transactionPooler ? {} : { statement_timeout, lock_timeout };
   const pool = new pg.Pool({ connectionString: connection.url, ssl: connection.ssl, ...common, ...timeouts });
   if (connection.transactionPooler) UNNAMED.add(pool);

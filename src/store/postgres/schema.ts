@@ -6,7 +6,6 @@ import pg from 'pg';
 import { stepAsync } from '../sql/driver.ts';
 import { groupSyncMigration } from '../sql/group-sync-schema.ts';
 import { type Migration, migrate } from '../sql/migrate.ts';
-import { GROUP_GENERATION, SESSION_DELETION_LOG } from './cache-schema.ts';
 import { POSTGRES_DIALECT } from './dialect.ts';
 import {
   mapPostgresError,
@@ -15,6 +14,7 @@ import {
   type PostgresConnection,
   postgresConnection,
 } from './driver.ts';
+import { GROUP_GENERATION, SESSION_CHANGE_LOG, SESSION_DELETION_LOG } from './freshness-schema.ts';
 
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   {
@@ -131,6 +131,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   },
   { version: 7, name: 'group generation', sql: GROUP_GENERATION },
   { version: 8, name: 'session deletion log', sql: SESSION_DELETION_LOG },
+  { version: 9, name: 'session changes logged as deletions', sql: SESSION_CHANGE_LOG },
 ];
 
 // Any constant works; it only has to be the same for every clubhouse process on a database.
@@ -139,7 +140,7 @@ const MIGRATION_LOCK_KEY = 4_242_001;
 /**
  * Applies pending migrations in one transaction under an advisory lock, so instances starting at
  * once queue instead of racing. Uses its own connection without the pool's short timeouts. Behind a
- * transaction pooler, also sets the pool's timeouts as this role's defaults in this database (issue 17).
+ * transaction pooler, also sets the pool's timeouts as this role's defaults in this database (docs/operations.md, PgBouncer).
  */
 export async function migratePostgres(target: string | PostgresConnection): Promise<number[]> {
   const connection = typeof target === 'string' ? postgresConnection(target) : target;

@@ -1,88 +1,88 @@
-// Sessions on PostgreSQL with an in-process cache (issue 24): a check answered from memory, yet a
-// logout, revoke, disable, the cap of contract §9, logout-everywhere or a username migration on any
-// instance (or the CLI) is seen by the very next request everywhere (contract §2). How:
-// - Every statement deleting sessions logs their hashes under the next seq of session_log_head, by a
-//   trigger in the deleting transaction (migration 8). The head row's lock orders the seqs as the
-//   transactions commit, so a snapshot that sees seq n sees every entry up to n.
-// - A look (shared-look.ts, one statement) reads the head and the entries after the last seq read,
-//   in one snapshot, and evicts them. If entries it never read were purged, the seq went backwards
-//   (a restored database) or the epoch moved (TRUNCATE), it empties the whole cache. An answer from
-//   memory is given only after a look that began after the request.
-// - A session enters the cache only from a read that returned it with the head's seq and epoch in the
-//   same snapshot: kept only if the cache has read no entry beyond that seq, under the same epoch.
-//   Ids are never reused, so any deletion of it has a later seq, which the next look reads.
-// - Expiry needs no entry: a kept session carries expires_at and is refused after it (never
-//   extended). There is no negative caching: an unknown id goes to the database.
+// Sessions on PostgreSQL with the process's session memory (freshness/session-memory.ts), for any
+// number of instances and the CLI. What only PostgreSQL has, read here:
+// - the deletion log (migrations 8 and 9): every statement deleting sessions, or updating them so
+//   that one ends early or moves to another user, logs their hashes under the next seq of
+//   session_log_head, by a trigger in the writing transaction. The head row's lock orders the seqs as
+//   the transactions commit, so a snapshot that sees seq n sees every entry up to n. TRUNCATE moves
+//   the head's epoch instead.
+// - a catch-up reads a page of it in the statement every memory on the database shares
+//   (catch-up.ts).
 import type pg from 'pg';
-import { SESSION_CACHE_ENTRIES, SessionMemory } from '../session-memory.ts';
-import type { SharedLook } from '../shared-look.ts';
+import type { LogPage } from '../freshness/deletion-log.ts';
+import type { AnswerWindow } from '../freshness/gate.ts';
+import { rememberingSessions, SessionMemory } from '../freshness/session-memory.ts';
 import type { SqlDriver } from '../sql/driver.ts';
-import { sqlSessionStore } from '../sql/sessions.ts';
-import type { SessionCache, SessionStore } from '../types.ts';
+import { sessionSteps, sqlSessionStore } from '../sql/sessions.ts';
+import type { SessionMemoryAnswers, SessionStore } from '../types.ts';
+import type { PostgresCatchUp } from './catch-up.ts';
+import { POSTGRES_DIALECT } from './dialect.ts';
 import { query } from './driver.ts';
-import type { PostgresLook } from './look.ts';
 
-/** How long log entries are kept: an instance idle for longer empties its cache at its next look. */
+/** How long log entries are kept: an instance idle for longer empties its memory at its next catch-up. */
 const DELETION_LOG_RETENTION_MS = 10 * 60 * 1000;
 
-/** The head, the first entry kept, and the hashes logged after $n (none when $n < 0), in one snapshot. */
-const lookColumns = (n: number) => `(SELECT seq FROM session_log_head) AS seq,
-    (SELECT epoch FROM session_log_head) AS epoch, (SELECT min(seq) FROM session_deletions) AS first,
-    (SELECT coalesce(array_agg(d.id_hash), '{}') FROM session_deletions d
-      WHERE $${n}::bigint >= 0 AND d.seq > $${n}) AS hashes`;
-/** The session (the check's rule: live until expires_at) with the head at the same snapshot. */
-const READ = `SELECT h.seq, h.epoch, s.username, s.expires_at FROM session_log_head h
-  LEFT JOIN sessions s ON s.id_hash = $1 AND s.expires_at > $2`;
-/** Drops the entries older than the retention (a prefix of the log: whole seqs only). */
+/**
+ * The page after $n (no hashes when $n < 0), in the catch-up's snapshot: the head, the oldest entry
+ * kept, the marks (one hash of an entry: the least) at $n and at the head, and the hashes after $n.
+ */
+const pageColumns = (n: number) => `(SELECT seq FROM session_log_head) AS log_seq,
+    (SELECT epoch::text FROM session_log_head) AS log_epoch,
+    (SELECT min(seq) FROM session_deletions) AS log_first,
+    (SELECT id_hash FROM session_deletions WHERE seq = $${n} ORDER BY id_hash LIMIT 1) AS log_mark_at,
+    (SELECT d.id_hash FROM session_deletions d WHERE d.seq = (SELECT seq FROM session_log_head)
+      ORDER BY d.id_hash LIMIT 1) AS log_last_mark,
+    (SELECT coalesce(array_agg(d.id_hash ORDER BY d.seq), '{}') FROM session_deletions d
+      WHERE $${n}::bigint >= 0 AND d.seq > $${n}) AS log_hashes`;
+/**
+ * Drops the entries older than the retention (a prefix of the log: whole seqs only), but never the
+ * newest: it is the mark a reader checks its position against.
+ */
 const PURGE_LOG = `DELETE FROM session_deletions WHERE seq <= (SELECT max(seq) FROM session_deletions
-  WHERE at <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1)`;
+  WHERE at <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1)
+  AND seq < (SELECT seq FROM session_log_head)`;
 
-/** The PostgreSQL session store with its cache, made exact by `look`. */
-export function cachedPostgresSessions(
+const hexOrNull = (value: unknown) => (value === null ? null : (value as Buffer).toString('hex'));
+
+/** The PostgreSQL session store with memory, caught up by `catchUp`'s statement. */
+export function postgresSessionMemory(
   pool: pg.Pool,
   driver: SqlDriver,
-  look: SharedLook,
-  lookQuery: PostgresLook,
-  capacity = SESSION_CACHE_ENTRIES,
-): SessionStore & SessionCache {
-  const store = sqlSessionStore(driver);
-  const cache = new SessionMemory(look, capacity);
-  /** The log as far as the cache has applied it (-1: not yet looked). */
-  let epoch = -1;
-  let seq = -1;
-
-  const apply = (row: Record<string, unknown>) => {
-    const last = Number(row['seq']);
-    const first = row['first'] === null ? null : Number(row['first']);
-    const lost = seq >= 0 && last > seq && (first === null || first > seq + 1);
-    if (Number(row['epoch']) !== epoch || last < seq || lost) cache.clear();
-    else for (const hash of row['hashes'] as Buffer[]) cache.forget(hash.toString('hex'));
-    epoch = Number(row['epoch']);
-    seq = last;
-  };
-  lookQuery.add({ columns: lookColumns, values: () => [seq], apply });
-
+  catchUp: PostgresCatchUp,
+  window: AnswerWindow,
+  capacity: number,
+): { readonly store: SessionStore; readonly answers: SessionMemoryAnswers } {
+  const steps = sessionSteps(POSTGRES_DIALECT);
+  const memory = new SessionMemory(window, capacity);
+  const reader = memory.log;
+  catchUp.add({
+    columns: pageColumns,
+    values: () => [reader.seq],
+    apply: (row) => {
+      const page: LogPage = {
+        epoch: String(row['log_epoch']),
+        seq: Number(row['log_seq']),
+        first: row['log_first'] === null ? null : Number(row['log_first']),
+        markAtPosition: hexOrNull(row['log_mark_at']),
+        lastMark: hexOrNull(row['log_last_mark']),
+        hashes: (row['log_hashes'] as Buffer[]).map((hash) => hash.toString('hex')),
+      };
+      reader.apply(page);
+    },
+  });
+  const store = rememberingSessions(
+    sqlSessionStore(driver),
+    (idHash, now) => driver.run(steps.readAt(idHash, now)),
+    memory,
+  );
   return {
-    ...store,
-    peek: (key, now) => cache.peek(key, now),
-    get: async (idHash, now) => {
-      const { rows } = await query(pool, READ, [idHash, now], 'session-read');
-      const row = rows[0]!;
-      if (row['username'] === null) return null;
-      const record = { username: String(row['username']), expiresAt: Number(row['expires_at']) };
-      // Only if no entry read since could be about it (see above).
-      if (epoch >= 0 && Number(row['epoch']) === epoch && Number(row['seq']) >= seq)
-        cache.remember(idHash.toString('hex'), record);
-      return record;
+    store: {
+      ...store,
+      purgeExpired: async (now) => {
+        const purged = await store.purgeExpired(now);
+        await query(pool, PURGE_LOG, [DELETION_LOG_RETENTION_MS]);
+        return purged;
+      },
     },
-    delete: (idHash) => {
-      cache.forget(idHash.toString('hex'));
-      return store.delete(idHash);
-    },
-    purgeExpired: async (now) => {
-      const purged = await store.purgeExpired(now);
-      await query(pool, PURGE_LOG, [DELETION_LOG_RETENTION_MS]);
-      return purged;
-    },
+    answers: memory,
   };
 }

@@ -21,7 +21,7 @@ const REDIS_SETTINGS = {
 } as const;
 
 /**
- * Sentinel (issue 17): ask the sentinels for the primary on every (re)connect, and drop a connection
+ * Sentinel (docs/operations.md, Redis Sentinel): ask the sentinels for the primary on every (re)connect, and drop a connection
  * to a primary that was demoted (READONLY): the next connection goes to the new one. Commands in
  * between fail at once (503), never queue. (ioredis's failoverDetector is left off: its sentinel
  * subscribers outlive quit() and reconnect forever.)

@@ -1,5 +1,5 @@
-// The deletion log of the Redis session store (issue 24): what makes each instance's in-memory
-// sessions (session-cache.ts) exact. Under the prefix P:
+// The deletion log of the Redis session store: with the key events (key-events.ts), what makes each
+// instance's session memory (session-memory.ts) exact. Under the prefix P:
 //
 //   P session-log-state    hash {epoch, seq}: epoch, made once (from Redis's clock) when missing, so
 //                          that a Redis that lost its data (a restart without persistence, FLUSHALL,
@@ -7,17 +7,22 @@
 //   P session-log          list: one entry per deleting script, the hex hashes of the sessions it
 //                          deleted, concatenated; the newest LOG_ENTRIES are kept, for LOG_TTL_MS
 //                          after the last deletion (as SQLite's log, a dead session's hash is not
-//                          kept for long; an instance that looks after that empties its cache)
+//                          kept for long; an instance that catches up after that, with entries
+//                          it never read gone, empties its memory)
 //
 // Every script that deletes sessions (scripts.ts: create beyond the cap, delete, revokeUser,
 // purgeExpired) logs them with LOG_DELETIONS, in the same script: a deletion and its entry are one
 // atomic step. Redis runs scripts one at a time, so seq orders the entries as they happened.
-// A session's expiry is never extended (touch writes last_seen only), so an expiry needs no entry.
+// A session's expiry is never moved by the service (touch writes last_seen only), so an expiry needs
+// no entry; what anyone else does to a session key (a DEL, an eviction, a changed field) reaches the
+// memories as a key event instead (key-events.ts).
 
-/** Entries kept; an instance that missed more than these since its last look empties its cache. */
+/** Entries kept; an instance that missed more than these since its last catch-up empties its memory. */
 const LOG_ENTRIES = 10_000;
 /** How long the log outlives its last entry (sqlite/sessions.ts: DELETION_LOG_RETENTION_MS). */
 const LOG_TTL_MS = 10 * 60 * 1000;
+/** Characters of one hash in an entry (SHA-256 in hex): entries are their concatenation. */
+export const HASH_HEX = 64;
 
 /**
  * Lua: `log_deletions(state, log, ids)` appends the hashes in `ids` (a table of hex strings) as one
@@ -42,23 +47,34 @@ export const LOG_DELETIONS = `
       end`;
 
 export const SESSION_LOG_SCRIPTS = {
-  // KEYS: session-log-state, session-log. ARGV: the seq last read (-1: none). Returns {epoch, seq,
-  // 'ok', entries after it…}, or {epoch, seq, 'lost'} when entries after it were trimmed away.
-  sessionLog: {
-    keys: 2,
+  // KEYS: session-log-state, session-log, the barrier key. ARGV: the seq last read (-1: none).
+  // Returns the page after it (freshness/deletion-log.ts): {epoch, seq, first ('' when the log keeps
+  // no entry), the mark at the seq read ('' when not kept), the mark of the newest entry, the entries
+  // after the seq read (none when some of them are gone: the reader then sees `first` past them)}. A
+  // mark is an entry's first hash. Last, it writes and deletes the barrier key, whose "del" event
+  // tells the instance that every key event before this script has reached it (key-events.ts).
+  sessionLogPage: {
+    keys: 3,
     lua: `${LOG_DELETIONS}
       local epoch = log_epoch(KEYS[1])
       local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
       local seen = tonumber(ARGV[1])
-      if seen < 0 or seen >= seq then return {epoch, tostring(seq), 'ok'} end
-      local n = seq - seen
-      if n > redis.call('LLEN', KEYS[2]) then return {epoch, tostring(seq), 'lost'} end
-      local reply = {epoch, tostring(seq), 'ok'}
-      for _, entry in ipairs(redis.call('LRANGE', KEYS[2], -n, -1)) do reply[#reply + 1] = entry end
+      local kept = redis.call('LLEN', KEYS[2])
+      local function mark(at)
+        local back = seq - at + 1
+        if at < 1 or back < 1 or back > kept then return '' end
+        return string.sub(redis.call('LINDEX', KEYS[2], -back), 1, ${HASH_HEX})
+      end
+      local reply = {epoch, tostring(seq), kept > 0 and tostring(seq - kept + 1) or '', mark(seen), mark(seq)}
+      if seen >= 0 and seen < seq and seq - seen <= kept then
+        for _, entry in ipairs(redis.call('LRANGE', KEYS[2], seen - seq, -1)) do reply[#reply + 1] = entry end
+      end
+      redis.call('SET', KEYS[3], '1', 'PX', 60000)
+      redis.call('DEL', KEYS[3])
       return reply`,
   },
   // KEYS: session, session-log-state. The session's username and expires_at, with the log's epoch and
-  // seq at the same instant ('' when missing): a cache keeps it only if no later entry was read.
+  // seq at the same instant ('' when missing): memory keeps it only if no later entry was read.
   sessionRead: {
     keys: 2,
     lua: `

@@ -1,14 +1,16 @@
-// Sessions, throttle counters and sign-ins in progress in Redis (SESSION_STORE=redis://…, rediss://, redis-sentinel://);
-// groups, users and the secret key stay in the database (store/open.ts combines the two). The key layout
-// and the Lua scripts are scripts.ts's; the client and its failures, driver.ts's.
+// Sessions, throttle counters and sign-ins in progress in Redis (SESSION_STORE=redis://…, rediss://,
+// redis-sentinel://); groups, users and the secret key stay in the database (store/open.ts combines
+// the two). The key layout and the Lua scripts are scripts.ts's; the client and its failures,
+// driver.ts's; a serving process's session memory, session-memory.ts's.
 import type { Redis } from 'ioredis';
+import { StoreMisconfiguredError } from '../errors.ts';
+import type { AnswerWindow, CatchUpRounds } from '../freshness/gate.ts';
 import type { RedisTarget } from '../options.ts';
-import type { SharedLook } from '../shared-look.ts';
-import type { FlowStore, SessionStore, ThrottleStore } from '../types.ts';
+import type { FlowStore, SessionMemoryAnswers, SessionStore, ThrottleStore } from '../types.ts';
 import { connectRedis, mapped } from './driver.ts';
 import { redisFlowStore } from './flows.ts';
 import { defineScripts, keys } from './scripts.ts';
-import { cachedRedisSessions } from './session-cache.ts';
+import { redisSessionMemory } from './session-memory.ts';
 import { redisSessionStore } from './sessions.ts';
 import { redisThrottleStore } from './throttle.ts';
 
@@ -17,6 +19,9 @@ export interface RedisStores {
   readonly throttle: ThrottleStore;
   readonly flows: FlowStore;
   readonly client: Redis;
+  /** The session memory's answers and its catch-up rounds; null without memory. */
+  readonly memory: { readonly answers: SessionMemoryAnswers; readonly rounds: CatchUpRounds } | null;
+  /** Throws StoreUnavailableError when Redis does not answer, StoreMisconfiguredError when it evicts. */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -26,27 +31,63 @@ export interface RedisStoreOptions {
   readonly keyPrefix: string;
   /** Hears of connection errors (the client keeps reconnecting by itself). */
   readonly onError?: (err: Error) => void;
-  /** The database's shared look (issue 24): sessions are then kept in memory, made exact by it. */
-  readonly look?: SharedLook;
+  /** Keep sessions in memory: at most `capacity`, answering through `window`. */
+  readonly memory?: { readonly capacity: number; readonly window: AnswerWindow };
+  /** Hears when the memory's key events stop or flow again (key-events.ts). */
+  readonly onKeyEvents?: (flowing: boolean, why: string) => void;
 }
 
-/** Connects and returns the Redis session and throttle stores; fails when Redis is down. */
+/**
+ * Why this Redis may drop a session or a throttle counter on its own, or null: with maxmemory set, any
+ * policy but noeviction evicts (every key the service writes has a TTL, so the volatile-* policies can
+ * pick them all). Unknown (a Redis that refuses CONFIG, as managed services may): null.
+ */
+export async function evictionRisk(client: Redis): Promise<string | null> {
+  let policy: string;
+  let maxmemory: string;
+  try {
+    const reply = (await client.call('CONFIG', 'GET', 'maxmemory*')) as string[];
+    const settings = new Map<string, string>();
+    for (let i = 0; i + 1 < reply.length; i += 2) settings.set(reply[i]!, reply[i + 1]!);
+    policy = settings.get('maxmemory-policy') ?? 'noeviction';
+    maxmemory = settings.get('maxmemory') ?? '0';
+  } catch {
+    return null;
+  }
+  if (policy === 'noeviction' || maxmemory === '0') return null;
+  return `maxmemory-policy ${policy} with maxmemory ${maxmemory} evicts sessions and throttle counters; set maxmemory-policy noeviction (docs/operations.md)`;
+}
+
+/** Connects and returns the Redis session and throttle stores; fails when Redis is down or evicts. */
 export async function openRedisStores(target: RedisTarget, options: RedisStoreOptions): Promise<RedisStores> {
   const client = await connectRedis(target, options.onError ?? (() => {}));
+  const risk = await evictionRisk(client);
+  if (risk !== null) {
+    client.disconnect();
+    throw new StoreMisconfiguredError('sessions', risk);
+  }
   const k = keys(options.keyPrefix);
   const run = defineScripts(client);
+  const memory =
+    options.memory === undefined
+      ? null
+      : redisSessionMemory(client, k, run, options.memory.window, options.memory.capacity, (flowing, why) =>
+          options.onKeyEvents?.(flowing, why),
+        );
+  await memory?.events.start();
   return {
     client,
-    sessions:
-      options.look === undefined
-        ? redisSessionStore(client, k, run)
-        : cachedRedisSessions(client, k, run, options.look),
+    sessions: memory?.store ?? redisSessionStore(client, k, run),
+    memory: memory === null ? null : { answers: memory.answers, rounds: memory.rounds },
     throttle: redisThrottleStore(client, k, run),
     flows: redisFlowStore(client, k),
     ping: async () => {
       await mapped(client.ping());
+      const risk = await evictionRisk(client);
+      if (risk !== null) throw new StoreMisconfiguredError('sessions', risk);
     },
     close: async () => {
+      await memory?.events.close();
       if (client.status === 'end') return;
       try {
         await client.quit();

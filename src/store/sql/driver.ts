@@ -86,6 +86,11 @@ export interface Dialect {
    * none (the group sync then plans every run in full: sql/group-sync-mark.ts).
    */
   readonly groupGeneration: string | null;
+  /**
+   * A query answering one row: `log_epoch` (text) and `log_seq`, the session deletion log's position
+   * (freshness/deletion-log.ts), to be read in the same snapshot as the sessions it vouches for.
+   */
+  readonly sessionLogPosition: string;
   /** DDL of the table recording applied migrations. */
   readonly migrationsTable: string;
   /** True for a violation of a UNIQUE or PRIMARY KEY constraint (not a CHECK: that is a bug). */

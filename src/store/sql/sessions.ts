@@ -1,7 +1,8 @@
-// The SessionStore of contract §2/§9 on either SQL engine: each operation written once, as steps.
-// PostgreSQL runs them as they are (sqlSessionStore); SQLite runs them synchronously inside its
-// in-process cache (sqlite/sessions.ts), which adds what only it needs (the deletion log).
+// The SessionStore of contract §2/§9 on either SQL engine: each operation written once, as steps,
+// and the read that a process's session memory fills from (the session with the deletion log's
+// position in one snapshot: freshness/session-memory.ts).
 // Times are milliseconds since the epoch (BIGINT: strings from pg, hence rows.ts's Number()).
+import type { PositionedSession } from '../freshness/session-memory.ts';
 import type { NewSession, SessionRecord, SessionSighting, SessionStore, StoredSession } from '../types.ts';
 import { type Column, change, type Dialect, type SqlDriver, type Steps, select } from './driver.ts';
 import { SESSION_COLUMNS, toSessionRecord, toStoredSession } from './rows.ts';
@@ -13,11 +14,8 @@ const SIGHTING: readonly Column[] = [
 
 const count = (rows: Record<string, unknown>[]) => Number(rows[0]?.['n'] ?? 0);
 
-/**
- * The check's statement (contract §2: a session is live until expires_at), exported so that SQLite's
- * session cache runs it prepared on its hot path (sqlite/sessions.ts), as the group cache does its reads.
- */
-export const SESSION_GET = 'SELECT username, expires_at FROM sessions WHERE id_hash = $1 AND expires_at > $2';
+/** The check's statement (contract §2: a session is live until expires_at). */
+const SESSION_GET = 'SELECT username, expires_at FROM sessions WHERE id_hash = $1 AND expires_at > $2';
 
 /** The latest sighting of each session: a statement must not update one row twice (PostgreSQL). */
 function latest(sightings: readonly SessionSighting[]): (readonly [Buffer, number])[] {
@@ -45,6 +43,8 @@ export function sessionSteps(dialect: Dialect) {
     SELECT id_hash FROM sessions WHERE username = $1 AND expires_at > $2 AND id_hash <> $3
     ORDER BY created_at DESC, id_hash DESC ${dialect.limitAll} OFFSET $4)`;
   // One statement for the whole batch; an id deleted meanwhile matches nothing.
+  const readAt = `SELECT p.log_epoch, p.log_seq, s.username, s.expires_at
+    FROM (${dialect.sessionLogPosition}) p LEFT JOIN sessions s ON s.id_hash = $1 AND s.expires_at > $2`;
   const touch = `UPDATE sessions SET last_seen = f.at FROM ${dialect.rows(1, SIGHTING)}
     WHERE sessions.id_hash = f.id_hash AND coalesce(sessions.last_seen, 0) < f.at`;
   return {
@@ -81,6 +81,15 @@ export function sessionSteps(dialect: Dialect) {
       select({ sql: SESSION_GET, params: [idHash, now], name: 'session-get' }, (rows) =>
         rows[0] === undefined ? null : toSessionRecord(rows[0]),
       ),
+    /** `get`, with the log's position at that snapshot (what the session memory fills from). */
+    readAt: (idHash: Buffer, now: number): Steps<PositionedSession> =>
+      select({ sql: readAt, params: [idHash, now], name: 'session-read-at' }, (rows) => {
+        const row = rows[0]!;
+        return {
+          record: row['username'] === null ? null : toSessionRecord(row),
+          at: { epoch: String(row['log_epoch']), seq: Number(row['log_seq']) },
+        };
+      }),
     delete: (idHash: Buffer): Steps<number> =>
       change({ sql: 'DELETE FROM sessions WHERE id_hash = $1', params: [idHash], name: 'session-delete' }),
     revokeUser: (username: string): Steps<number> =>
@@ -101,7 +110,7 @@ export function sessionSteps(dialect: Dialect) {
   };
 }
 
-/** The SessionStore over `driver`, without a cache. */
+/** The SessionStore over `driver`. */
 export function sqlSessionStore({ run, dialect }: SqlDriver): SessionStore {
   const steps = sessionSteps(dialect);
   return {

@@ -1,8 +1,9 @@
-// "Has anything been committed to the database file since I last looked?", for the in-process caches
-// (sessions.ts, groups.ts), for the price of one pread (issue 14; PRAGMA data_version, which starts and
-// ends a read transaction, cost 2.5 times as much and was a sixth of the check path).
+// "Has anything been committed to the database file since I last looked?", for the memories of a
+// process (sessions.ts, groups.ts; freshness.ts asks), for the price of one pread (PRAGMA
+// data_version, which starts and ends a read transaction, cost 2.5 times as much and was a sixth of
+// the check path: docs/benchmarks.md).
 //
-// The guarantee the caches keep (contract §2, §3): a change committed by any connection — another
+// The guarantee the memories keep (contract §2, §3): a change committed by any connection — another
 // worker, the clubhouse CLI, the sqlite3 shell — is seen by the very next request in every process.
 //
 // How. In WAL mode every commit rewrites the WAL-index header at the start of the -shm file, which
@@ -11,12 +12,12 @@
 // it only grows within one WAL generation), the salts (changed by every WAL restart), the checksum of
 // the last frame, and a checksum over all that. epoch() reads those 48 bytes with one pread and
 // compares them with the bytes it saved last: equal means no commit in between; different means
-// "maybe", and the epoch moves. Each cache remembers the epoch of its last successful catch-up and
+// "maybe", and the epoch moves. Each memory remembers the epoch of its last successful catch-up and
 // runs its own exact check (PRAGMA data_version and the deletion log; the group generation) only when
 // the epoch moved. The case analysis:
 // - A commit that returned before a request arrived wrote the header before returning (SQLite's
 //   walIndexWriteHdr runs inside the commit), so the request's pread sees those bytes or later ones,
-//   never the saved ones: the cache runs its exact check, which reads the database after the pread.
+//   never the saved ones: the memory runs its exact check, which reads the database after the pread.
 // - The saved bytes go with the epoch they moved, and the caller's exact check runs after the pread
 //   that read them: a commit between that pread and the check is seen by the check, and changes the
 //   header again, so the next call also says "maybe" (at worst one exact check too many).
@@ -32,7 +33,7 @@
 //   connection's commit. "Maybe": one exact check too many, never one too few.
 // - No -shm to read: a :memory: database, a journal mode other than WAL (PRAGMA journal_mode = WAL
 //   can be refused), a missing file, a header this code does not recognise, a failed read. Then
-//   every call says "maybe" and the caches run their exact checks on every request, as before.
+//   every call says "maybe" and the memories run their exact checks on every request.
 // - The -shm file cannot be re-initialised under us: SQLite does that only when no connection holds
 //   its "dead man switch" lock, and ours does while it is open. That lock is a POSIX record lock,
 //   and closing ANY descriptor of a file drops every lock the process holds on it (SQLite's
@@ -51,7 +52,7 @@ export const WAL_INDEX_HEADER_BYTES = 48;
 /** iVersion of the only WAL-index format there has been since SQLite 3.7.0. */
 const WAL_INDEX_VERSION = 3007000;
 
-/** Tells a cache whether it must catch up with the database file before answering from memory. */
+/** Tells a memory whether it must catch up with the database file before answering. */
 export interface CommitWatch {
   /**
    * A number that moves whenever a commit may have happened on the file since the previous call, by
@@ -208,42 +209,6 @@ export function headerWatch(read: (into: Buffer) => boolean, release: () => void
       if (!open) return;
       open = false;
       release();
-    },
-  };
-}
-
-/** A CommitWatch whose caches can share one look at the file. */
-export interface SharedWatch extends CommitWatch {
-  /**
-   * Runs `work` with at most one read of the file: every epoch() inside it returns the first one's
-   * answer. For one request's reads (issue 14: the group pages ask the session and the group cache):
-   * the read comes after the request's bytes were read from its socket, so it sees every commit that
-   * returned before the request arrived, and every answer inside `work` is as of that one read.
-   */
-  once<T>(work: () => T): T;
-}
-
-/** `watch` with once(). */
-export function sharedWatch(watch: CommitWatch): SharedWatch {
-  let holding = false;
-  let held: number | undefined;
-  return {
-    epoch() {
-      if (!holding) return watch.epoch();
-      held ??= watch.epoch();
-      return held;
-    },
-    shared: watch.shared,
-    close: () => watch.close(),
-    once(work) {
-      if (holding) return work();
-      holding = true;
-      try {
-        return work();
-      } finally {
-        holding = false;
-        held = undefined;
-      }
     },
   };
 }

@@ -1,6 +1,13 @@
 // What the shared SQL layer (sql/) writes differently for SQLite, and how its transactions begin.
 import type { Column, Dialect, Mode } from '../sql/driver.ts';
 
+/**
+ * Milliseconds since the epoch as SQLite computes them, on every SQLite a schema may meet: the
+ * triggers run in whichever SQLite writes the file (Debian 12's sqlite3 shell is 3.40), and
+ * unixepoch('subsec') is NULL before 3.42. julianday('now') has had millisecond precision throughout.
+ */
+export const SQLITE_NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
+
 /** The layer's SQL as SQLite runs it: $1 is a named parameter to SQLite, ?1 the numbered one meant. */
 export const sqliteSql = (sql: string) => sql.replace(/\$(\d+)/g, '?$1');
 
@@ -27,13 +34,17 @@ export const SQLITE_DIALECT: Dialect = {
   forUpdate: '',
   limitAll: 'LIMIT -1',
   greatest: 'max',
-  nowMs: "CAST(unixepoch('subsec') * 1000 AS INTEGER)",
+  nowMs: SQLITE_NOW_MS,
   lockText: null,
   storedText: (value) => value,
   lockGroups: null,
   lockUsers: null,
   // Moved by the triggers of migration 6 (schema.ts).
   groupGeneration: 'SELECT value FROM group_generation',
+  // The log's entries are numbered by AUTOINCREMENT (migration 3), whose high-water mark survives the
+  // purge of the entries; SQLite has no TRUNCATE, so the epoch never moves.
+  sessionLogPosition:
+    "SELECT '' AS log_epoch, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_deletions'), 0) AS log_seq",
   migrationsTable:
     'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT',
   // SQLITE_CONSTRAINT_UNIQUE (2067) and _PRIMARYKEY (1555) mean "taken": a CHECK failure (275) is a

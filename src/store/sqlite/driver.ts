@@ -48,8 +48,8 @@ function errorOf(err: unknown): unknown {
 
 /**
  * Opens (creating when needed) the database file with the pragmas every process must share. The page
- * cache is 4 MiB (issue 14: the session and group caches answer the hot reads from memory, so the
- * page cache serves only their misses; 16 MiB of it measured 188 against 161 MiB peak RSS).
+ * cache is 4 MiB: the session and group memories answer the hot reads, so the page cache serves only
+ * their misses (16 MiB of it measured 188 against 161 MiB peak RSS).
  */
 export function openSqliteDatabase(path: string, busyTimeoutMs = 5000): DatabaseSync {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });

@@ -4,7 +4,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { groupSyncMigration } from '../sql/group-sync-schema.ts';
 import { type Migration, migrate } from '../sql/migrate.ts';
-import { SQLITE_DIALECT } from './dialect.ts';
+import { SQLITE_DIALECT, SQLITE_NOW_MS } from './dialect.ts';
 import { sqliteDriver } from './driver.ts';
 
 export const SQLITE_MIGRATIONS: readonly Migration[] = [
@@ -82,7 +82,8 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     sql: `
       -- Every process keeps recent sessions in memory (sqlite/sessions.ts). A deletion of a live
       -- session (logout, revoke, disable, rotation) is logged here, in the deleting transaction,
-      -- so every other process evicts it before answering its next request.
+      -- so every other process evicts it before answering its next request. (This version's trigger
+      -- reads a clock SQLite 3.42 added: version 9 replaces it.)
       CREATE TABLE session_deletions (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         id_hash BLOB NOT NULL,
@@ -130,7 +131,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     version: 6,
     name: 'group generation',
     sql: `
-      -- Every process keeps the answers of the group endpoints in memory (groups.ts, issue 14). Any
+      -- Every process keeps the answers of the group endpoints in memory (groups.ts). Any
       -- change those answers depend on moves this number, in the changing transaction, so that every
       -- process drops its group cache before answering its next request: groups and memberships
       -- (cascades included: a deleted user's or group's memberships fire their own triggers), and
@@ -179,6 +180,31 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
         expires_at INTEGER NOT NULL
       ) WITHOUT ROWID, STRICT;
       CREATE INDEX oidc_flows_by_expiry ON oidc_flows (expires_at);
+    `,
+  },
+  {
+    version: 9,
+    name: 'session log on every SQLite, and session changes logged',
+    sql: `
+      -- The triggers run in whichever SQLite writes the file: the service's, the clubhouse command's,
+      -- or an operator's sqlite3 shell (Debian 12's is 3.40). Version 3's trigger read
+      -- unixepoch('subsec'), NULL before 3.42: its condition was never true there, so a session
+      -- deleted by such a shell was not logged, and memory kept answering it. The clock below works on
+      -- every SQLite that can read this schema (STRICT tables: 3.37 and later).
+      DROP TRIGGER sessions_log_deletion;
+      CREATE TRIGGER sessions_log_deletion AFTER DELETE ON sessions
+        WHEN old.expires_at > ${SQLITE_NOW_MS}
+      BEGIN
+        INSERT INTO session_deletions (id_hash, at) VALUES (old.id_hash, ${SQLITE_NOW_MS});
+      END;
+      -- An update that ends a session early (or extends it), or moves it to another user or id, is
+      -- logged like a deletion: memory reads the session again. last_seen changes none of these.
+      CREATE TRIGGER sessions_log_change AFTER UPDATE OF id_hash, username, expires_at ON sessions
+        WHEN old.id_hash IS NOT new.id_hash OR old.username IS NOT new.username
+          OR old.expires_at IS NOT new.expires_at
+      BEGIN
+        INSERT INTO session_deletions (id_hash, at) VALUES (old.id_hash, ${SQLITE_NOW_MS});
+      END;
     `,
   },
 ];

@@ -1,11 +1,20 @@
-// The in-memory answers of the group endpoints (issue 14), whatever the store behind them: each
-// group's JSON as the caller's GroupJson writes it (opaque bytes: the list's element, and what a
-// detail is built from), and each user's memberships (group ids and statuses, every status: the
-// detail needs pending ones too). A list is built from the JSON of the user's member and
-// administrator groups; a detail, from the group's JSON and the status. Both are bounded (oldest
-// first out). Everything kept belongs to one `generation` of the database (group_generation): when
-// to drop it is the store's exactness argument (sqlite/groups.ts, postgres/groups.ts), not this file's.
-import type { Group, GroupJson, JsonBytes, MemberStatus } from './group-types.ts';
+// The in-memory answers of the group endpoints, the same on every engine: each group's JSON as the
+// caller's GroupJson writes it (opaque bytes: the list's element, and what a detail is built from),
+// and each user's memberships (group ids and statuses, every status: the detail needs pending ones
+// too). A list is built from the JSON of the user's member and administrator groups; a detail, from
+// the group's JSON and the status. Both are bounded (oldest first out), and answer only while their
+// window is open (gate.ts: right after a catch-up).
+//
+// Exactness (docs/freshness.md): every change an answer depends on (a group, a membership, a user
+// renamed or deleted), whoever commits it, moves the database's group generation in the changing
+// transaction (triggers). Everything kept belongs to one `generation`:
+// - a catch-up reads the generation and, if it differs (either way: a restored database may go
+//   back), drops everything (writes are rare: dropping all is simpler than knowing what a change
+//   touched, and as exact);
+// - a fill reads the generation in the same snapshot as its rows: one at a newer generation drops
+//   everything first, one at an older generation keeps nothing.
+import type { Group, GroupJson, JsonBytes, MemberStatus } from '../group-types.ts';
+import type { AnswerWindow } from './gate.ts';
 
 /**
  * Bounds of the cache, in approximate bytes of memory, and the most memberships kept per user. The
@@ -13,13 +22,13 @@ import type { Group, GroupJson, JsonBytes, MemberStatus } from './group-types.ts
  * eviction is oldest first, so a working set just over the budget, read in rotation, would miss on
  * every read (measured: 32 MiB left the benchmark's group list at a fifth of its cached rate).
  */
-export const GROUP_CACHE_LIMITS = {
+export const GROUP_MEMORY_LIMITS = {
   groupBytes: 48 * 1024 * 1024,
   membershipBytes: 16 * 1024 * 1024,
   membershipsPerUser: 1000,
 } as const;
 
-export type GroupCacheLimits = { readonly [K in keyof typeof GROUP_CACHE_LIMITS]: number };
+export type GroupMemoryLimits = { readonly [K in keyof typeof GROUP_MEMORY_LIMITS]: number };
 
 /** The same bytes (a group unchanged since it was kept). */
 const same = (a: JsonBytes, b: JsonBytes) =>
@@ -93,16 +102,18 @@ function statusOf(memberships: Memberships, id: number): MemberStatus {
 /** The groups and memberships of one generation of the database, as the answers' JSON. */
 export class GroupMemory {
   readonly #json: GroupJson;
-  readonly limits: GroupCacheLimits;
+  readonly #window: AnswerWindow;
+  readonly limits: GroupMemoryLimits;
   // Approximate bytes: the JSON's (its length, JsonBytes), and the string's (a Buffer's) and the Map
   // entry's own share.
   readonly #groups: WeighedMap<number, JsonBytes>;
   readonly #members: WeighedMap<string, Memberships>;
   /** The generation everything kept was read at (NaN: none yet). */
-  generation = Number.NaN;
+  #generation = Number.NaN;
 
-  constructor(json: GroupJson, limits: GroupCacheLimits = GROUP_CACHE_LIMITS) {
+  constructor(json: GroupJson, window: AnswerWindow, limits: GroupMemoryLimits = GROUP_MEMORY_LIMITS) {
     this.#json = json;
+    this.#window = window;
     this.limits = limits;
     this.#groups = new WeighedMap(limits.groupBytes, (kept) =>
       typeof kept === 'string' ? kept.length + 48 : kept.length + 200,
@@ -110,36 +121,36 @@ export class GroupMemory {
     this.#members = new WeighedMap(limits.membershipBytes, (m) => 5 * m.ids.length + 160);
   }
 
-  /** Makes `current` the generation of everything in memory, dropping what belongs to another. */
-  adopt(current: number): void {
-    if (current === this.generation) return;
-    this.#groups.clear();
-    this.#members.clear();
-    this.generation = current;
+  /** A catch-up read `current`: everything kept at another generation is dropped. */
+  caughtUp(current: number): void {
+    if (current === this.#generation) return;
+    this.#drop(current);
   }
 
-  /** Keeps a group read at the current generation. */
-  keepGroup(group: Group): void {
-    const written = this.#json.group(group);
-    // Unchanged: left where it is (a re-insertion would only churn the Map).
-    const kept = this.#groups.get(group.id);
-    if (kept === undefined || !same(kept, written)) this.#groups.set(group.id, written);
+  /** Keeps a group read at `generation` (nothing when that is older than what is kept). */
+  keepGroup(group: Group, generation: number): void {
+    if (this.#admits(generation)) this.#keepGroup(group);
   }
 
-  /** Keeps every membership of `username` (in group order) and their groups, read at the current generation. */
-  keepUser(username: string, rows: readonly MembershipRow[]): void {
+  /**
+   * Keeps every membership of `username` (in group order) and their groups, read at `generation`
+   * (nothing when that is older than what is kept).
+   */
+  keepUser(username: string, rows: readonly MembershipRow[], generation: number): void {
+    if (!this.#admits(generation)) return;
     const ids = new Int32Array(rows.length);
     const statuses = new Uint8Array(rows.length);
     rows.forEach(({ group, status }, i) => {
       ids[i] = group.id;
       statuses[i] = status;
-      this.keepGroup(group);
+      this.#keepGroup(group);
     });
     this.#members.set(username, { ids, statuses });
   }
 
-  /** The JSON of the user's list, or undefined when something it needs is not kept. */
+  /** The JSON of the user's list; undefined when the window is shut or something it needs is not kept. */
   list(username: string): JsonBytes | undefined {
+    if (!this.#window.open) return undefined;
     const memberships = this.#members.get(username);
     if (memberships === undefined) return undefined;
     const parts: JsonBytes[] = [];
@@ -153,11 +164,32 @@ export class GroupMemory {
     return this.#json.list(parts);
   }
 
-  /** The JSON of a group's detail for the user, or undefined when the group or the user is not kept. */
+  /** The JSON of a group's detail for the user; undefined when the window is shut or either is not kept. */
   detail(id: number, username: string): JsonBytes | undefined {
+    if (!this.#window.open) return undefined;
     const kept = this.#groups.get(id);
     const memberships = this.#members.get(username);
     if (kept === undefined || memberships === undefined) return undefined;
     return this.#json.detail(kept, statusOf(memberships, id));
+  }
+
+  /** A fill at `generation` may be kept: not older than what is kept (a newer one drops it first). */
+  #admits(generation: number): boolean {
+    if (generation < this.#generation) return false;
+    if (generation !== this.#generation) this.#drop(generation);
+    return true;
+  }
+
+  #drop(generation: number): void {
+    this.#groups.clear();
+    this.#members.clear();
+    this.#generation = generation;
+  }
+
+  #keepGroup(group: Group): void {
+    const written = this.#json.group(group);
+    // Unchanged: left where it is (a re-insertion would only churn the Map).
+    const kept = this.#groups.get(group.id);
+    if (kept === undefined || !same(kept, written)) this.#groups.set(group.id, written);
   }
 }

@@ -1,0 +1,157 @@
+// One catch-up at the shared stores serves a batch of requests, and each request is answered only
+// after a catch-up that began after it arrived (CatchUpRounds, src/store/freshness/gate.ts). Driven
+// by hand: each catch-up waits until the test releases it, so the interleavings are the test's, not
+// the scheduler's. And the gate over several sources: one round trip per store, windows open only
+// while answering.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { answerWindows, CatchUpRounds, freshnessGate } from '../../src/store/freshness/gate.ts';
+
+/** Catch-up rounds the test ends one by one; `began` counts them. */
+function manualRounds() {
+  const pending: { resolve: () => void; reject: (err: Error) => void }[] = [];
+  const rounds = new CatchUpRounds();
+  let began = 0;
+  rounds.add(
+    () =>
+      new Promise<void>((resolve, reject) => {
+        began++;
+        pending.push({ resolve, reject });
+      }),
+  );
+  return {
+    rounds,
+    began: () => began,
+    end: async (err?: Error) => {
+      const round = pending.shift();
+      if (round === undefined) throw new Error('no catch-up in flight');
+      if (err === undefined) round.resolve();
+      else round.reject(err);
+      // Let the waiters, then the next catch-up's start (in a check phase), run.
+      for (let i = 0; i < 5; i++) await Promise.resolve();
+      await turn();
+    },
+  };
+}
+
+/** One turn of the event loop: a catch-up asked for begins in its check phase. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+const settled = (promise: Promise<void>) => {
+  const state = { done: false, failed: false };
+  promise.then(
+    () => {
+      state.done = true;
+    },
+    () => {
+      state.failed = true;
+    },
+  );
+  return state;
+};
+
+describe('catch-up rounds', () => {
+  test('a request while a catch-up is out waits for the next one, shared by every such request', async () => {
+    const m = manualRounds();
+    const first = settled(m.rounds.caughtUp());
+    assert.equal(m.began(), 0, 'the catch-up begins at the end of the turn');
+    await turn();
+    assert.equal(m.began(), 1);
+    const second = settled(m.rounds.caughtUp());
+    const third = settled(m.rounds.caughtUp());
+    assert.equal(m.began(), 1, 'no second catch-up while one is out');
+    await m.end();
+    assert.equal(first.done, true);
+    assert.equal(second.done, false, 'the catch-up that was out began before the second request');
+    assert.equal(m.began(), 2, 'the next catch-up began when the first ended');
+    await m.end();
+    assert.equal(second.done && third.done, true, 'both shared the second catch-up');
+    assert.equal(m.began(), 2);
+  });
+
+  test('a failed catch-up rejects every request waiting on it, and the next is tried afresh', async () => {
+    const m = manualRounds();
+    const first = settled(m.rounds.caughtUp());
+    await turn();
+    const second = settled(m.rounds.caughtUp());
+    await m.end(new Error('store down'));
+    assert.equal(first.failed, true);
+    await m.end(new Error('store down'));
+    assert.equal(second.failed, true);
+    const third = settled(m.rounds.caughtUp());
+    await turn();
+    await m.end();
+    assert.equal(third.done, true);
+  });
+
+  test('answers from memory are open only inside answerFromMemory, and only for the memories named', () => {
+    const windows = answerWindows();
+    const gate = freshnessGate({}, windows);
+    assert.equal(windows.sessions.open || windows.groups.open, false);
+    assert.deepEqual(
+      gate.answerFromMemory(() => [windows.sessions.open, windows.groups.open], ['sessions']),
+      [true, false],
+    );
+    assert.throws(() => gate.answerFromMemory(() => assert.fail('boom'), ['sessions', 'groups']));
+    assert.equal(windows.sessions.open || windows.groups.open, false, 'shut again after a throw');
+  });
+
+  test('the gate: one round per store, memories behind one store share it, none is nothing to wait for', async () => {
+    const database = manualRounds();
+    const redis = manualRounds();
+    const gate = freshnessGate(
+      { sessions: { rounds: redis.rounds }, groups: { rounds: database.rounds } },
+      answerWindows(),
+    );
+    const both = settled(gate.catchUp(['sessions', 'groups'])!);
+    const check = settled(gate.catchUp(['sessions'])!);
+    await turn();
+    assert.deepEqual([database.began(), redis.began()], [1, 1], 'one round trip each');
+    await redis.end();
+    assert.equal(check.done, true, 'the check waits for the sessions alone');
+    assert.equal(both.done, false, 'the group page waits for both');
+    await database.end();
+    assert.equal(both.done, true);
+    assert.equal(freshnessGate({}, answerWindows()).catchUp(['groups']), null, 'no memory: no catch-up');
+  });
+
+  test('property: every request resolves only after a catch-up that began after it arrived', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.constantFrom('request', 'turn', 'end'), { maxLength: 40 }),
+        async (steps) => {
+          const m = manualRounds();
+          const requests: { arrivedAfter: number; resolvedBy: number | null }[] = [];
+          let ended = 0;
+          for (const step of steps) {
+            if (step === 'request') {
+              const request = { arrivedAfter: m.began(), resolvedBy: null as number | null };
+              requests.push(request);
+              void m.rounds.caughtUp().then(() => {
+                request.resolvedBy = ended;
+              });
+            } else if (step === 'turn') {
+              await turn();
+            } else if (m.began() > ended) {
+              ended++;
+              await m.end();
+            }
+          }
+          await turn();
+          while (m.began() > ended) {
+            ended++;
+            await m.end();
+          }
+          for (const request of requests) {
+            assert.notEqual(request.resolvedBy, null, 'every request is answered');
+            // Catch-ups end in the order they began: the one that resolved it is number resolvedBy,
+            // which must have begun after the request (more than arrivedAfter had begun by then).
+            assert.ok(request.resolvedBy! > request.arrivedAfter, JSON.stringify(request));
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
