@@ -136,6 +136,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       secret,
       onError: (err) => logger.warn({ err }, 'recording last_seen failed'),
       memory: stores.memory.sessions,
+      freshness: stores.freshness,
     });
     const throttle = new LoginThrottle(stores.throttle, config.throttle, secret, now);
     const login = new LoginProcedure({

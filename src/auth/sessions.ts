@@ -1,6 +1,6 @@
 // Session ids, cookies and the session lifecycle (contract §2), and a user's own sessions (§9).
 import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { SessionMemoryAnswers, SessionStore, StoredSession } from '../store/types.ts';
+import type { FreshnessGate, SessionMemoryAnswers, SessionStore, StoredSession } from '../store/types.ts';
 import { LastSeen } from './last-seen.ts';
 
 export const SESSION_COOKIE = 'sessionid';
@@ -105,6 +105,7 @@ export class Sessions {
   readonly now: () => number;
   /** The sessions the process keeps in memory (null: none); answering only inside the freshness gate. */
   readonly #memory: SessionMemoryAnswers | null;
+  readonly #freshness: FreshnessGate | null;
   readonly #lastSeen: LastSeen;
   /** Keys the public handles (contract §9); the same on every instance that shares the secret. */
   readonly #handleKey: Buffer;
@@ -119,12 +120,15 @@ export class Sessions {
     options: {
       readonly secret?: Buffer;
       readonly onError?: (err: unknown) => void;
+      /** The sessions kept in memory, and the gate that makes them exact (both, or neither). */
       readonly memory?: SessionMemoryAnswers | null;
+      readonly freshness?: FreshnessGate;
     } = {},
   ) {
     this.store = store;
     this.now = now;
     this.#memory = options.memory ?? null;
+    this.#freshness = options.freshness ?? null;
     this.#lastSeen = new LastSeen(store, now, options.onError ?? (() => {}));
     this.#handleKey = createHmac('sha256', options.secret ?? randomBytes(32))
       .update('clubhouse session handle')
@@ -145,9 +149,14 @@ export class Sessions {
     return { id, expiresAt };
   }
 
-  /** The username of a live session, or null (absent, malformed or expired: all the same). */
+  /**
+   * The username of a live session, or null (absent, malformed or expired: all the same): from memory
+   * after a catch-up when kept there, else from the store.
+   */
   async resolve(id: string | undefined): Promise<string | null> {
     if (!isWellFormedSessionId(id)) return null;
+    const remembered = await this.#fromMemoryAfterCatchUp(id);
+    if (remembered !== ASK_THE_STORE) return remembered;
     const idHash = hashSessionId(id);
     const now = this.now();
     const record = await this.store.get(idHash, now);
@@ -156,12 +165,30 @@ export class Sessions {
     return record.username;
   }
 
+  /** fromMemory after the freshness gate caught the session memory up; ASK_THE_STORE when it failed. */
+  async #fromMemoryAfterCatchUp(id: string): Promise<string | null | typeof ASK_THE_STORE> {
+    if (this.#memory === null || this.#freshness === null) return ASK_THE_STORE;
+    const catchingUp = this.#freshness.catchUp(['sessions']);
+    if (catchingUp !== null) {
+      try {
+        await catchingUp;
+      } catch {
+        return ASK_THE_STORE; // the store answers, or says it cannot (503)
+      }
+    }
+    return this.#freshness.answerFromMemory(() => this.#remembered(id), ['sessions']);
+  }
+
   /**
    * The answer `resolve` would give, synchronously, without the store: null (nobody) for a missing or
    * malformed id, the username of a session kept in memory (inside FreshnessGate.answerFromMemory);
    * ASK_THE_STORE otherwise.
    */
   fromMemory(id: string | undefined): string | null | typeof ASK_THE_STORE {
+    return this.#remembered(id);
+  }
+
+  #remembered(id: string | undefined): string | null | typeof ASK_THE_STORE {
     if (!isWellFormedSessionId(id)) return null;
     if (this.#memory === null) return ASK_THE_STORE;
     const key = sessionKey(id);

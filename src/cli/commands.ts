@@ -10,6 +10,7 @@ import { migrateStores } from '../store/open.ts';
 import type { Stores } from '../store/types.ts';
 import { type Command, CommandError, parseUsername, report } from './command.ts';
 import { GROUP_COMMANDS } from './group-commands.ts';
+import { sessionStoreWarnings } from './session-store-report.ts';
 import { SYNC_COMMANDS } from './sync-commands.ts';
 import { storedUsernameReport, usernameWarnings } from './username-report.ts';
 
@@ -49,7 +50,11 @@ export const COMMANDS: readonly Command[] = [
       const { settings, backends, groupSync, warnings: settingWarnings } = configReport(context.config);
       // contract §3: stored usernames that are not canonical stay listed until resolved.
       const usernames = await storedUsernameReport(context.config);
-      const warnings = [...settingWarnings, ...usernameWarnings(usernames)];
+      const warnings = [
+        ...settingWarnings,
+        ...usernameWarnings(usernames),
+        ...(await sessionStoreWarnings(context.config)),
+      ];
       if (context.json) {
         context.out(JSON.stringify({ settings, backends, groupSync, warnings, usernames }));
         return;

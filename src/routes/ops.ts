@@ -5,7 +5,7 @@ import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { SCHEMAS } from '../http/schemas.ts';
-import { StoreUnavailableError } from '../store/errors.ts';
+import { StoreMisconfiguredError, StoreUnavailableError } from '../store/errors.ts';
 import type { Stores } from '../store/types.ts';
 
 export interface OpsDeps {
@@ -23,7 +23,12 @@ const READY_RETRY_AFTER_SECONDS = 5;
 async function readiness(deps: Pick<OpsDeps, 'stores' | 'backends'>): Promise<Record<string, string>> {
   const stores = deps.stores.ping().then(
     () => 'ok',
-    (err: unknown) => (err instanceof StoreUnavailableError ? `${err.store} unavailable` : 'unavailable'),
+    (err: unknown) => {
+      if (err instanceof StoreUnavailableError) return `${err.store} unavailable`;
+      // Answers, but would lose what the service keeps (a Redis that evicts sessions).
+      if (err instanceof StoreMisconfiguredError) return err.message;
+      return 'unavailable';
+    },
   );
   const [store, backends] = await Promise.all([stores, deps.backends()]);
   return { stores: store, ...backends };
@@ -34,7 +39,7 @@ export function registerOps(fastify: FastifyInstance, deps: OpsDeps): void {
   fastify.get('/healthz', (_request, reply) => sendJson(reply, 200, '{"status":"ok"}'));
   fastify.get('/readyz', async (_request, reply) => {
     const checks = await readiness(deps);
-    // issue 17: how each store is reached (verified TLS or not), beside whether it answers.
+    // How each store is reached (verified TLS or not), beside whether it answers.
     const tls = deps.stores.tls;
     const failing = Object.entries(checks)
       .filter(([, state]) => state !== 'ok')

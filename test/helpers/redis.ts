@@ -40,11 +40,14 @@ export interface RedisOptions {
   tls?: { certFile: string; keyFile: string; caFile: string };
   /** Private: the addresses to bind (default 127.0.0.1), e.g. a second one for name checks. */
   bind?: string;
+  /** Private: more server arguments, e.g. ['--rename-command', 'CONFIG', ''] (a managed Redis's). */
+  args?: readonly string[];
 }
 
 /** Returns the shared Redis on 6379 if it answers PING (unless `private`), else starts one. */
 export async function startRedis(options: RedisOptions = {}): Promise<TestRedis> {
-  const wantsPrivate = options.private || options.tls !== undefined || options.bind !== undefined;
+  const wantsPrivate =
+    options.private || options.tls !== undefined || options.bind !== undefined || options.args !== undefined;
   if (!wantsPrivate && (await answersPing(SHARED_PORT))) return handle(SHARED_PORT, false);
   return startPrivateRedis(options);
 }
@@ -163,6 +166,7 @@ async function startPrivateRedis(options: RedisOptions): Promise<TestRedis> {
         'no',
         '--dir',
         dir,
+        ...(options.args ?? []),
       ]);
       await waitForPing(port, server);
     };

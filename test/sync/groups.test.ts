@@ -47,7 +47,7 @@ async function rawRows(stores: Stores, sql: string): Promise<Record<string, unkn
  * makes a new xmin); on both, the users' rows too.
  */
 async function rowVersions(stores: Stores): Promise<string> {
-  if ('db' in stores) {
+  if (stores.engine.database === 'sqlite') {
     const generation = await rawRows(stores, 'SELECT value FROM group_generation');
     const users = await rawRows(stores, 'SELECT username, active, created_at FROM users ORDER BY username');
     return JSON.stringify({ generation, users });

@@ -9,6 +9,7 @@ import type { RedisTarget } from '../options.ts';
 import type { FlowStore, SessionMemoryAnswers, SessionStore, ThrottleStore } from '../types.ts';
 import { connectRedis, mapped } from './driver.ts';
 import { redisFlowStore } from './flows.ts';
+import { missingEventFlags } from './key-events.ts';
 import { defineScripts, keys } from './scripts.ts';
 import { redisSessionMemory } from './session-memory.ts';
 import { redisSessionStore } from './sessions.ts';
@@ -56,6 +57,38 @@ export async function evictionRisk(client: Redis): Promise<string | null> {
   }
   if (policy === 'noeviction' || maxmemory === '0') return null;
   return `maxmemory-policy ${policy} with maxmemory ${maxmemory} evicts sessions and throttle counters; set maxmemory-policy noeviction (docs/operations.md)`;
+}
+
+/** What `clubhouse config check` says of the sessions' Redis; it changes nothing there. */
+export type RedisReport =
+  | { readonly checked: false; readonly reason: string }
+  | {
+      readonly checked: true;
+      /** Why it would evict sessions, or null (not known when CONFIG is refused). */
+      readonly evicts: string | null;
+      /** The keyspace-event flags the session memory lacks ('' none; null: CONFIG refused). */
+      readonly missingEvents: string | null;
+    };
+
+/** Reads the eviction policy and the keyspace events of `target` (config check). */
+export async function redisReport(target: RedisTarget): Promise<RedisReport> {
+  let client: Redis | null = null;
+  try {
+    client = await connectRedis(target, () => {});
+    const evicts = await evictionRisk(client);
+    let missingEvents: string | null = null;
+    try {
+      const reply = (await client.call('CONFIG', 'GET', 'notify-keyspace-events')) as string[];
+      missingEvents = missingEventFlags(reply[1] ?? '');
+    } catch {
+      missingEvents = null;
+    }
+    return { checked: true, evicts, missingEvents };
+  } catch (err) {
+    return { checked: false, reason: (err as Error).message };
+  } finally {
+    client?.disconnect();
+  }
 }
 
 /** Connects and returns the Redis session and throttle stores; fails when Redis is down or evicts. */
