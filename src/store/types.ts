@@ -226,13 +226,13 @@ export interface GroupMemoryAnswers {
 }
 
 /** The memories of a process: null where it keeps none (the command line, or not that store). */
-export interface Memories {
+interface Memories {
   readonly sessions: SessionMemoryAnswers | null;
   readonly groups: GroupMemoryAnswers | null;
 }
 
 /** The engines under the stores, for what only an engine can do (tests, the benchmark, the CLI's SQL). */
-export type EngineHandles =
+type EngineHandles =
   | { readonly database: 'sqlite'; readonly db: DatabaseSync; readonly redis: Redis | null }
   | { readonly database: 'postgres'; readonly pool: pg.Pool; readonly redis: Redis | null };
 

@@ -44,7 +44,7 @@ export function missingEventFlags(current: string): string {
  * notify-keyspace-events (keeping whatever others are set). Says what it found or did; a Redis that
  * refuses CONFIG (a managed service) is left as it is, and the barrier then tells whether events flow.
  */
-export async function ensureKeyEvents(client: Redis): Promise<'on' | 'turned on' | 'unknown'> {
+async function ensureKeyEvents(client: Redis): Promise<'on' | 'turned on' | 'unknown'> {
   try {
     const reply = (await client.call('CONFIG', 'GET', 'notify-keyspace-events')) as string[];
     const current = reply[1] ?? '';

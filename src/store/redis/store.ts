@@ -43,7 +43,7 @@ export interface RedisStoreOptions {
  * policy but noeviction evicts (every key the service writes has a TTL, so the volatile-* policies can
  * pick them all). Unknown (a Redis that refuses CONFIG, as managed services may): null.
  */
-export async function evictionRisk(client: Redis): Promise<string | null> {
+async function evictionRisk(client: Redis): Promise<string | null> {
   let policy: string;
   let maxmemory: string;
   try {
