@@ -10,7 +10,7 @@ import { migrateStores } from '../store/open.ts';
 import type { Stores } from '../store/types.ts';
 import { type Command, CommandError, parseUsername, report } from './command.ts';
 import { GROUP_COMMANDS } from './group-commands.ts';
-import { sessionStoreWarnings } from './session-store-report.ts';
+import { sessionStoreReport, sessionStoreWarnings } from './session-store-report.ts';
 import { SYNC_COMMANDS } from './sync-commands.ts';
 import { storedUsernameReport, usernameWarnings } from './username-report.ts';
 
@@ -50,13 +50,15 @@ export const COMMANDS: readonly Command[] = [
       const { settings, backends, groupSync, warnings: settingWarnings } = configReport(context.config);
       // contract §3: stored usernames that are not canonical stay listed until resolved.
       const usernames = await storedUsernameReport(context.config);
+      // The sessions' Redis: an evicting policy, keyspace events (docs/freshness.md).
+      const sessionStore = await sessionStoreReport(context.config);
       const warnings = [
         ...settingWarnings,
         ...usernameWarnings(usernames),
-        ...(await sessionStoreWarnings(context.config)),
+        ...sessionStoreWarnings(sessionStore),
       ];
       if (context.json) {
-        context.out(JSON.stringify({ settings, backends, groupSync, warnings, usernames }));
+        context.out(JSON.stringify({ settings, backends, groupSync, warnings, usernames, sessionStore }));
         return;
       }
       const width = Math.max(...Object.keys(settings).map((name) => name.length));
@@ -74,6 +76,9 @@ export const COMMANDS: readonly Command[] = [
           usernames.checked
             ? `Stored usernames: ${usernames.findings.length} not canonical.`
             : `Stored usernames: not checked (${usernames.reason}).`,
+          ...(sessionStore === null || sessionStore.checked
+            ? []
+            : [`SESSION_STORE: not checked (${sessionStore.reason}).`]),
           '',
           ...(warnings.length === 0 ? ['No warnings.'] : warnings.map((w) => `warning: ${w}`)),
         ].join('\n'),

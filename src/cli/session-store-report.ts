@@ -1,16 +1,22 @@
 // What `clubhouse config check` says of the Redis that holds the sessions (SESSION_STORE): whether its
 // maxmemory-policy would evict sessions and throttle counters (then the service does not start), and
 // whether it publishes the keyspace events the session memory needs (else the memory stays off and
-// Redis answers every session: docs/freshness.md). It reads, and changes nothing.
+// Redis answers every session: docs/freshness.md). It reads, and changes nothing; a Redis it cannot
+// reach is reported as not checked, as the stored usernames are.
 import type { Config } from '../config/config.ts';
+import type { RedisReport } from '../store/redis/store.ts';
 
-/** The warnings about the sessions' Redis; none without one. */
-export async function sessionStoreWarnings(config: Config): Promise<string[]> {
+/** The report on the sessions' Redis; null without one. */
+export async function sessionStoreReport(config: Config): Promise<RedisReport | null> {
   const sessions = config.store.sessions;
-  if (sessions === null) return [];
+  if (sessions === null) return null;
   const { redisReport } = await import('../store/redis/store.ts');
-  const report = await redisReport(sessions.target);
-  if (!report.checked) return [`SESSION_STORE not checked: ${report.reason}.`];
+  return redisReport(sessions.target);
+}
+
+/** The warnings of a report: an evicting policy, keyspace events missing or not known. */
+export function sessionStoreWarnings(report: RedisReport | null): string[] {
+  if (report === null || !report.checked) return [];
   const warnings: string[] = [];
   if (report.evicts !== null) warnings.push(`SESSION_STORE: ${report.evicts}; the server will not start.`);
   if (report.missingEvents === null)
@@ -19,7 +25,7 @@ export async function sessionStoreWarnings(config: Config): Promise<string[]> {
     );
   else if (report.missingEvents !== '')
     warnings.push(
-      `SESSION_STORE's notify-keyspace-events lacks ${report.missingEvents}: the server adds it at start-up (sessions are answered by Redis alone where it cannot).`,
+      `SESSION_STORE's notify-keyspace-events lacks ${report.missingEvents}: the server adds it at start-up (where Redis refuses, sessions are answered by Redis alone).`,
     );
   return warnings;
 }
