@@ -12,7 +12,7 @@
 //   of the event loop as the answer (sqlite/freshness.ts);
 // - one round trip (PostgreSQL, Redis): a catch-up asks the store itself, so it is shared by every
 //   request read in the same turn of the event loop (CatchUpRounds below; postgres/catch-up.ts,
-//   redis/key-events.ts).
+//   redis/session-memory.ts with redis/key-events.ts).
 // What each memory drops is the same everywhere: the sessions a deletion log names
 // (deletion-log.ts), or every group answer when the group generation moved (group-memory.ts).
 import type { FreshnessGate, Memory } from '../types.ts';
