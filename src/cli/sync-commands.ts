@@ -2,9 +2,9 @@
 // the same one GROUP_SYNC_INTERVAL runs in the service, contending for the same lease. It prints the
 // counts and every change (a dry run prints what a real run on the same data then does), logs the
 // outcome, and exits 1 with the reason on any failure, having changed nothing.
-import { groupDirectory } from '../backends/ldap/groups-reader.ts';
-import { planLines } from '../groups/sync-lines.ts';
-import { runGroupSync, syncOutcomeLog } from '../groups/sync-run.ts';
+import { groupDirectory } from '../backends/ldap/groups/reader.ts';
+import { planLines } from '../groups/sync/lines.ts';
+import { runGroupSync, syncOutcomeLog } from '../groups/sync/run.ts';
 import { type Command, CommandError } from './command.ts';
 
 export const SYNC_COMMANDS: readonly Command[] = [

@@ -1,9 +1,9 @@
 // The group sync's settings (contract §11), from the environment (LDAP_GROUP_*, over the LDAP_*
 // directory and service account) or from AUTH_CONFIG (a `groups` object in one `ldap` backend's
 // entry, over that entry's directory and service account). The rules are decided here once, for
-// both; the result is the reader's own option type (backends/ldap/groups-reader.ts).
+// both; the result is the reader's own option type (backends/ldap/groups/reader.ts).
 import type { LdapSettings } from '../backends/ldap/authenticator.ts';
-import type { GroupDirectorySettings } from '../backends/ldap/groups-reader.ts';
+import type { GroupDirectorySettings } from '../backends/ldap/groups/reader.ts';
 import type { Refuse } from './backend-settings.ts';
 import { DEFAULT_GROUP_FILTER } from './settings-group-sync.ts';
 

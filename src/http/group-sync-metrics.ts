@@ -2,7 +2,7 @@
 // service's others (metrics.ts). Under WORKERS the primary adds up every worker's series: counters
 // sum, and the two gauges take the largest (the latest success, the longest last run), not a sum.
 import client from 'prom-client';
-import type { GroupSyncOutcome } from '../groups/sync-run.ts';
+import type { GroupSyncOutcome } from '../groups/sync/run.ts';
 
 /** Registers the sync's metrics in `registry`; answers what records one run's outcome, ended at `at` (ms). */
 export function groupSyncMetrics(registry: client.Registry): (outcome: GroupSyncOutcome, at: number) => void {

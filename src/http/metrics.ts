@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import client from 'prom-client';
 import type { LoginFailure, VerifyResult } from '../backends/authenticator.ts';
 import type { OidcFailure } from '../backends/oidc/settings.ts';
-import type { GroupSyncOutcome } from '../groups/sync-run.ts';
+import type { GroupSyncOutcome } from '../groups/sync/run.ts';
 import { groupSyncMetrics } from './group-sync-metrics.ts';
 import { askPrimaryForMetrics } from './metrics-serving.ts';
 import { requestMetrics } from './request-metrics.ts';

@@ -1,5 +1,5 @@
 // The group sync's transaction (contract §11) and its lease, on either SQL engine. One transaction
-// reads the state, hands it to the planner (groups/sync.ts, pure and synchronous) and writes what it
+// reads the state, hands it to the planner (groups/sync/plan.ts, pure and synchronous) and writes what it
 // answers with set-based statements, as the import does (import-data.ts): a sync of 100 000
 // memberships costs a handful of statements. Only rows that change are written: a plan that changes
 // nothing issues no write at all, so no trigger fires and SQLite's group generation does not move.

@@ -6,24 +6,24 @@
 //   (0) recorded in clubhouse are kept, unless the directory now names that user.
 // - Groups created in clubhouse are never touched, and their names are never taken.
 // - A synced group gone from the directory is removed with its memberships, or kept (--keep-removed).
-// - A directory entry that the import's rules refuse (import-fields.ts) is skipped and reported; a
+// - A directory entry that the import's rules refuse (groups/import-fields.ts) is skipped and reported; a
 //   synced group whose entry is skipped is left as it is, never removed for it.
 // - Usernames are canonicalised as a login's (checkUsername); a refused one is skipped and reported.
-// The directory's side is made ready first (sync-prepare.ts); name clashes are settled by
-// sync-names.ts. A change to these rules (here, sync-prepare.ts, sync-names.ts, import-fields.ts,
-// the username profile) must bump SYNC_RULES (sync-shortcut.ts), or a store that the last run left
+// The directory's side is made ready first (prepare.ts); name clashes are settled by
+// names.ts. A change to these rules (here, prepare.ts, names.ts, groups/import-fields.ts,
+// the username profile) must bump SYNC_RULES (shortcut.ts), or a store that the last run left
 // as it is would replay that run's outcome under the old rules until something changes.
-import type { DirectorySkip } from '../backends/ldap/group-records.ts';
+import type { DirectorySkip } from '../../backends/ldap/groups/records.ts';
 import {
   type GroupSyncState,
   type GroupSyncWrites,
   NO_WRITES,
   type SyncedGroup,
-} from '../store/group-sync-types.ts';
-import type { Group, Membership, StoredMemberStatus } from '../store/group-types.ts';
-import { MAX_GROUP_ID } from '../store/limits.ts';
-import { assignNames } from './sync-names.ts';
-import { byCodePoint, type PreparedDirectory } from './sync-prepare.ts';
+} from '../../store/group-sync-types.ts';
+import type { Group, Membership, StoredMemberStatus } from '../../store/group-types.ts';
+import { MAX_GROUP_ID } from '../../store/limits.ts';
+import { assignNames } from './names.ts';
+import { byCodePoint, type PreparedDirectory } from './prepare.ts';
 
 export interface SyncCounts {
   readonly groupsAdded: number;

@@ -1,18 +1,18 @@
 // One run of the group sync (contract §11): take the lease, read the directory, plan against the
 // store's state and write, in one transaction, or print what would be written (a dry run). A run
 // whose directory and options are the last writing run's, on a store unchanged since, replays that
-// run's outcome instead of planning (sync-shortcut.ts). The CLI
-// (`clubhouse sync groups`) and the service's interval (sync-schedule.ts) both run this, and contend
+// run's outcome instead of planning (shortcut.ts). The CLI
+// (`clubhouse sync groups`) and the service's interval (schedule.ts) both run this, and contend
 // for the same lease, so two runs never overlap, whichever instance or process starts them.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { UsernameCase } from '../auth/username.ts';
-import type { GroupDirectory } from '../backends/ldap/groups-reader.ts';
-import type { GroupSyncState, GroupSyncStore, LeaseHolder } from '../store/group-sync-types.ts';
-import { planGroupSync, type SyncPlan } from './sync.ts';
-import { countsText } from './sync-lines.ts';
-import { type PreparedDirectory, prepareDirectory } from './sync-prepare.ts';
-import { runDigest, syncShortcut } from './sync-shortcut.ts';
+import type { UsernameCase } from '../../auth/username.ts';
+import type { GroupDirectory } from '../../backends/ldap/groups/reader.ts';
+import type { GroupSyncState, GroupSyncStore, LeaseHolder } from '../../store/group-sync-types.ts';
+import { countsText } from './lines.ts';
+import { planGroupSync, type SyncPlan } from './plan.ts';
+import { type PreparedDirectory, prepareDirectory } from './prepare.ts';
+import { runDigest, syncShortcut } from './shortcut.ts';
 
 /** The lease's name in the store (one row: one sync at a time per database). */
 const LEASE_NAME = 'group-sync';
@@ -37,7 +37,7 @@ export type GroupSyncOutcome =
       readonly ok: true;
       readonly plan: SyncPlan;
       readonly dryRun: boolean;
-      /** The plan was replayed from the last writing run's mark (sync-shortcut.ts), not planned. */
+      /** The plan was replayed from the last writing run's mark (shortcut.ts), not planned. */
       readonly replayed: boolean;
       readonly seconds: number;
       readonly phases: SyncPhases;

@@ -1,12 +1,12 @@
 // The directory's side of the group sync (contract §11), before any state: each record checked with
-// the import's rules (import-fields.ts) and its usernames canonicalised as a login's (checkUsername).
-// An entry the rules refuse is skipped and reported, and its synced group left as it is (sync.ts);
+// the import's rules (groups/import-fields.ts) and its usernames canonicalised as a login's (checkUsername).
+// An entry the rules refuse is skipped and reported, and its synced group left as it is (plan.ts);
 // a refused username is skipped and reported.
-import type { UsernameCase } from '../auth/username.ts';
-import type { DirectoryGroupRecord, DirectorySkip } from '../backends/ldap/group-records.ts';
-import type { ImportProblem } from '../store/errors.ts';
-import type { Group } from '../store/group-types.ts';
-import { checkGroupFields, checkUsername } from './import-fields.ts';
+import type { UsernameCase } from '../../auth/username.ts';
+import type { DirectoryGroupRecord, DirectorySkip } from '../../backends/ldap/groups/records.ts';
+import type { ImportProblem } from '../../store/errors.ts';
+import type { Group } from '../../store/group-types.ts';
+import { checkGroupFields, checkUsername } from '../import-fields.ts';
 
 /** A directory group as clubhouse would store it: checked fields and canonical members. */
 export interface WantedGroup {

@@ -2,7 +2,7 @@
 // connections as a login (connection.ts: our TLS or StartTLS, the frame guard, one deadline), bound
 // as the service account (§8), with paged searches only (RFC 2696), and never writing. What
 // clubhouse makes of the records (usernames canonicalised, the plan, the transaction) is the
-// domain's (groups/sync.ts); a value that cannot be read back to a username is skipped and
+// domain's (groups/sync/plan.ts); a value that cannot be read back to a username is skipped and
 // reported, never a crash.
 //
 // Two connections, so that the directory works on one search while we take the other's answers:
@@ -11,21 +11,16 @@
 // search per connection (paged-search.ts), hence two connections, not two searches on one.
 //
 // The read keeps the entries as answered, with a digest of them; the records are made of them on
-// demand (group-records.ts). A run whose digest is the one the last writing run recorded needs no
-// records at all (groups/sync-shortcut.ts): the same answers make the same records.
+// demand (records.ts). A run whose digest is the one the last writing run recorded needs no
+// records at all (groups/sync/shortcut.ts): the same answers make the same records.
 import { createHash, type Hash } from 'node:crypto';
-import type { LoginFailure } from '../authenticator.ts';
-import { backendTls } from '../tls.ts';
-import { bindServiceAccount, type LdapSettings } from './authenticator.ts';
-import type { Element } from './ber.ts';
-import { type LdapConnection, withLdapConnections } from './connection.ts';
-import {
-  type AnsweredEntry,
-  type DirectoryRecords,
-  groupRecords,
-  type RecordSettings,
-} from './group-records.ts';
+import type { LoginFailure } from '../../authenticator.ts';
+import { backendTls } from '../../tls.ts';
+import { bindServiceAccount, type LdapSettings } from '../authenticator.ts';
+import type { Element } from '../ber.ts';
+import { type LdapConnection, withLdapConnections } from '../connection.ts';
 import { type PagedSearch, pagedSearch } from './paged-search.ts';
+import { type AnsweredEntry, type DirectoryRecords, groupRecords, type RecordSettings } from './records.ts';
 import { readSearchEntry } from './search-ber.ts';
 
 /** How the sync finds and reads the groups (contract §11), besides the directory and its account. */
@@ -58,7 +53,7 @@ type DirectoryRead =
   | { readonly ok: false; readonly failure: LoginFailure; readonly reason: string };
 
 /**
- * The version of how records are made of the answers (group-records.ts, group-entries.ts,
+ * The version of how records are made of the answers (records.ts, entries.ts,
  * member-dns.ts, dn.ts, search-ber.ts): bump it when that changes, so that no digest of answers
  * read under the old rules matches.
  */

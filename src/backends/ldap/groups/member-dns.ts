@@ -1,12 +1,12 @@
 // Member DNs (member, uniqueMember, owner) read back to usernames for the group sync (contract §11):
 // every entry of the user base (LDAP_BASE_DN) with the username attribute is read by one paged
-// search (groups-reader.ts: one round trip per page, where one search per member DN would be
+// search (reader.ts: one round trip per page, where one search per member DN would be
 // 100 000 round trips for 100 000 memberships) and indexed here by its DN, then each member DN is
 // looked up. A DN the directory spells exactly as the entry's own is found by its text; any other
 // is compared as a name (dn.ts), parsed once however many groups name it. A DN outside the user
 // base, or not found there, is skipped and reported.
-import { dnKey, isUnderBase, parseDn } from './dn.ts';
-import { outOfProtocol } from './errors.ts';
+import { dnKey, isUnderBase, parseDn } from '../dn.ts';
+import { outOfProtocol } from '../errors.ts';
 import type { SearchEntry } from './search-ber.ts';
 
 /** The parsed form of `dn`, which must be under `base`: else the directory answered out of what was asked. */
