@@ -34,6 +34,7 @@ const COMMAND_NAMES = [
   'user list',
   'user disable',
   'user enable',
+  'user merge',
   'sessions purge-expired',
   'sessions list',
   'sessions revoke',
