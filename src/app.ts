@@ -202,12 +202,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const sync = config.groupSync;
     const directory = sync === null ? null : groupDirectory(sync.directory);
     const syncGroups =
-      directory === null
+      sync === null || directory === null
         ? null
         : async () => {
             const outcome = await runGroupSync(
               { directory, store: stores.groupSync, usernameCase: config.usernameCase },
-              { dryRun: false, keepRemoved: false },
+              // The interval never lifts GROUP_SYNC_MAX_REMOVALS: it logs and alerts; an operator decides.
+              { dryRun: false, keepRemoved: false, maxRemovals: sync.maxRemovals, allowRemovals: false },
             );
             const log = syncOutcomeLog(outcome, 'interval');
             logger[log.level](log.fields, log.message);

@@ -18,8 +18,8 @@ export interface GroupSyncState {
   readonly memberships: readonly Membership[];
   /** Of the usernames the directory names, those that exist. */
   readonly users: ReadonlySet<string>;
-  /** The largest group id in use (0: none); new groups take the ids after it. */
-  readonly maxId: number;
+  /** Every group id in use, ascending: new groups take free ones (store/group-ids.ts). */
+  readonly ids: readonly number[];
 }
 
 /** The rows a plan writes; a plan with nothing in it writes nothing (no statement at all). */

@@ -261,6 +261,7 @@ describe('the settings table', () => {
     LDAP_GROUP_SHORT_DESCRIPTION_ATTRIBUTE: 'displayName',
     LDAP_GROUP_ACTIVITIES_ATTRIBUTE: 'info',
     GROUP_SYNC_INTERVAL: '15m',
+    GROUP_SYNC_MAX_REMOVALS: '25',
     GROUP_SYNC_TIMEOUT_MS: '60000',
     GROUP_SYNC_PAGE_SIZE: '100',
     COOKIE_SECURE: 'true',
@@ -322,6 +323,7 @@ describe('the settings table', () => {
     LDAP_GROUP_SHORT_DESCRIPTION_ATTRIBUTE: groups,
     LDAP_GROUP_ACTIVITIES_ATTRIBUTE: groups,
     GROUP_SYNC_INTERVAL: groups,
+    GROUP_SYNC_MAX_REMOVALS: groups,
     GROUP_SYNC_TIMEOUT_MS: groups,
     GROUP_SYNC_PAGE_SIZE: groups,
   };
