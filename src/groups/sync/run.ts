@@ -148,7 +148,7 @@ export async function runGroupSync(
       const start = performance.now();
       const records = read.records();
       if (!records.ok) throw new DirectoryRefused(`${records.failure}: ${records.reason}`);
-      prepared = prepareDirectory(records.groups, records.skipped, deps.usernameCase);
+      prepared = prepareDirectory(records.groups, records.skipped, records.people, deps.usernameCase);
       phases.records += since(start);
       return prepared;
     };

@@ -7,8 +7,9 @@
 //
 // Two connections, so that the directory works on one search while we take the other's answers:
 // the groups on the first; on the second the classroom search, then (once a group names a member
-// by DN) the user base, whose entries read member DNs back to usernames. OpenLDAP keeps one paged
-// search per connection (paged-search.ts), hence two connections, not two searches on one.
+// by DN or by memberUid) the user base, whose entries read member DNs back to usernames and say
+// which usernames several entries answer to. OpenLDAP keeps one paged search per connection
+// (paged-search.ts), hence two connections, not two searches on one.
 //
 // The read keeps the entries as answered, with a digest of them; the records are made of them on
 // demand (records.ts). A run whose digest is the one the last writing run recorded needs no
@@ -57,13 +58,17 @@ type DirectoryRead =
  * member-dns.ts, dn.ts, search-ber.ts): bump it when that changes, so that no digest of answers
  * read under the old rules matches.
  */
-const RECORD_RULES = 1;
+const RECORD_RULES = 2;
 
 /** A group entry's answer can hold thousands of member DNs: far more than a login's answers. */
 const MAX_GROUP_MESSAGE_BYTES = 16 * 1024 * 1024;
 
-/** Attribute types that name members or owners by DN. */
-const DN_TYPES = new Set(['member', 'uniquemember', 'owner']);
+/**
+ * Attribute types that name members or owners, by DN or by username (memberUid): the user base is
+ * read once a group has one, to read DNs back to usernames and to know which usernames several
+ * entries answer to (the sync skips those, as a login refuses them).
+ */
+const MEMBER_TYPES = new Set(['member', 'uniquemember', 'owner', 'memberuid']);
 const NO_BINARY: ReadonlySet<string> = new Set();
 
 /** The read itself, on two bound connections (see the header). */
@@ -130,7 +135,7 @@ async function readGroups(
       if (usersAsked) return;
       // A malformed entry names nobody here; making the records refuses it.
       const entry = readSearchEntry(frame, op, NO_BINARY);
-      if (entry.ok && entry.value.attributes.some((a) => DN_TYPES.has(a.type) && a.values.length > 0))
+      if (entry.ok && entry.value.attributes.some((a) => MEMBER_TYPES.has(a.type) && a.values.length > 0))
         readUsers();
     }).then(() => onSecond.then(resolve, reject), reject);
   });

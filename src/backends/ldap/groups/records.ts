@@ -56,6 +56,11 @@ export type DirectoryRecords =
       readonly ok: true;
       readonly groups: readonly DirectoryGroupRecord[];
       readonly skipped: readonly DirectorySkip[];
+      /**
+       * The username attribute's values of every user entry under the user base, one list per
+       * entry (empty when no group names a member by DN or memberUid, and so none was read).
+       */
+      readonly people: readonly (readonly string[])[];
     }
   | { readonly ok: false; readonly failure: LoginFailure; readonly reason: string };
 
@@ -132,5 +137,5 @@ function records(answers: DirectoryAnswers, settings: RecordSettings) {
       owners: usernames(group.dn, group.ownerDns),
     };
   });
-  return { groups, skipped };
+  return { groups, skipped, people: people.names() };
 }
