@@ -76,7 +76,7 @@ async function openConfiguredStores(config: Config, logger: Logger, migrate: boo
     migrate,
     // The stores reconnect by themselves; a broken idle connection is only worth a warning.
     onError: (store, err) => logger.warn({ store, err }, 'store connection error'),
-    // The group answers this process serves, kept in memory where the store can (issue 14).
+    // The group answers this process serves, kept in memory where the store can (docs/scaling.md).
     groupJson: GROUP_JSON,
   });
   if (!migrate) return stores;

@@ -54,7 +54,7 @@ export function configReport(config: Config): {
   // Every row of the settings table, so that a new setting cannot be missing here.
   const settings: Record<string, string> = {};
   for (const [name] of settingRows()) settings[name] = presentSetting(name, config.settings[name]);
-  // issue 17: not settings but what they amount to, so an operator sees an unverified store.
+  // Not settings but what they amount to, so that an operator sees a store reached without verified TLS.
   const tls = storeTls(config.store);
   settings['(database TLS)'] = tls.database;
   settings['(sessions TLS)'] = tls.sessions;

@@ -63,7 +63,7 @@ export interface SessionStore {
  * memory, synchronously, with the same exactness; undefined when the store itself must be asked.
  */
 export interface SessionCache {
-  /** `key` is the hex of the id's hash (sessionKey): the hot path makes no Buffer (issue 14). */
+  /** `key` is the hex of the id's hash (sessionKey): the hot path makes no Buffer (its CPU counts). */
   peek(key: string, now: number): SessionRecord | null | undefined;
 }
 
@@ -165,7 +165,7 @@ export interface UserStore {
 }
 
 /**
- * How a store is reached (issue 17): TLS with the server's certificate and name checked, TLS without
+ * How a store is reached: TLS with the server's certificate and name checked, TLS without
  * checks (sslmode=require, asked for by name), no TLS, or a local file (SQLite).
  */
 export type TlsState = 'verified' | 'not verified' | 'off' | 'local';
@@ -238,7 +238,7 @@ export interface Stores {
    */
   readonly atOnce?: <T>(work: () => T, reads?: readonly CachedRead[]) => T;
   /**
-   * Present when the in-memory answers need a look at the store itself (PostgreSQL, Redis: issue 24):
+   * Present when the in-memory answers need a look at the store itself (PostgreSQL, Redis):
    * resolves once a look at the caches `reads` names, begun after the call, has been applied
    * (shared-look.ts); only then are atOnce's answers from those caches (and only those: atOnce is
    * given the same `reads`) exact for a request that arrived before the call. Rejects when it failed.

@@ -1,4 +1,4 @@
-// Issue 12 / contract §7: ALLOWED_HOSTS against DNS rebinding. Django's semantics for the match; a
+// Contract §7: ALLOWED_HOSTS against DNS rebinding. Django's semantics for the match; a
 // refused Host gets 400 {"detail": "Invalid Host header."} with the §1 headers before anything else,
 // on the Fastify routes and on the raw check path alike; the health probes are served to any Host.
 import assert from 'node:assert/strict';
@@ -231,7 +231,7 @@ async function rawExchange(port: number, head: string): Promise<string> {
   return text;
 }
 
-// Issue 22, defect 10: node serves the first of two Host lines; a proxy that routed by the second
+// Node serves the first of two Host lines; a proxy that routed by the second
 // and this service would disagree on the site asked. RFC 9112 §3.2: 400.
 describe('a request with more than one Host line', () => {
   let t: TestApp;
