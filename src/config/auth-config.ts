@@ -58,6 +58,7 @@ interface RawOidc {
   issuer?: string;
   clientId?: string;
   clientSecret?: string;
+  clientSecretFile?: string;
   privateKeyFile?: string;
   privateKeyId?: string;
   scopes?: string;
@@ -106,14 +107,18 @@ function oidcSettings(
   }
   const scope = entry.scopes ?? 'openid email profile';
   if (!scope.split(' ').includes('openid')) refuse('scopes', 'must include openid');
+  const secret =
+    entry.clientSecretFile === undefined
+      ? entry.clientSecret
+      : secretFromFile(entry.clientSecretFile, (message) => refuse('clientSecretFile', message));
   const clientAuth: OidcSettings['clientAuth'] =
-    entry.clientSecret === undefined
+    secret === undefined
       ? {
           method: 'private_key_jwt',
           privateKeyFile: existingFile(entry.privateKeyFile, (message) => refuse('privateKeyFile', message))!,
           keyId: entry.privateKeyId ?? null,
         }
-      : { method: 'client_secret_basic', secret: entry.clientSecret };
+      : { method: 'client_secret_basic', secret };
   return {
     name: entry.name,
     label: entry.label!,
@@ -127,6 +132,21 @@ function oidcSettings(
     redirectUri: oidcRedirectUri(publicUrl, entry.name),
     timeoutMs: entry.timeoutMs ?? 5000,
   };
+}
+
+/**
+ * A secret kept in a file of its own (a compose or Kubernetes secret) rather than in AUTH_CONFIG,
+ * trimmed as the environment's `NAME_FILE` settings are; empty or unreadable stops start-up.
+ */
+function secretFromFile(file: string, refuse: (message: string) => never): string {
+  let content: string;
+  try {
+    content = readFileSync(file, 'utf8');
+  } catch (err) {
+    return refuse(`cannot read "${file}" (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+  }
+  const value = content.trim();
+  return value === '' ? refuse(`"${file}" is empty`) : value;
 }
 
 /**

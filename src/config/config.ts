@@ -12,10 +12,10 @@ import {
   imapFromEnvironment,
   syncLimits,
 } from './env-backends.ts';
-import { type CleanedSettings, type Env, parseSettings } from './environment.ts';
+import { type CleanedSettings, type Env, parseSettings, settingFiles } from './environment.ts';
 import { ConfigError } from './error.ts';
 import type { GroupSyncConfig } from './group-sync-config.ts';
-import type { LogLevel, UsernameCase } from './settings.ts';
+import type { LogLevel, SettingName, UsernameCase } from './settings.ts';
 import { parseRemovalLimit } from './settings-group-sync.ts';
 import { type StoreSettings, storeOptions } from './store-options.ts';
 
@@ -65,6 +65,8 @@ export interface Config extends StoreSettings {
   readonly groupSync: GroupSyncConfig | null;
   /** Every setting of the table as parsed (for `clubhouse config check`). */
   readonly settings: CleanedSettings;
+  /** The secrets read from a file (`NAME_FILE`), by setting: `config check` says where each came from. */
+  readonly settingFiles: Partial<Record<SettingName, string>>;
 }
 
 /** Parses and validates every setting; throws `ConfigError` naming the first bad variable. */
@@ -141,6 +143,7 @@ export function loadConfig(env: Env): Config {
             maxRemovals: removalLimitOf(s.GROUP_SYNC_MAX_REMOVALS),
           },
     settings: s,
+    settingFiles: settingFiles(env),
   };
   return deepFreeze(config);
 }
