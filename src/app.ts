@@ -11,13 +11,13 @@ import { findingText, migrateUsernames } from './auth/username-migration.ts';
 import type { Authenticator } from './backends/authenticator.ts';
 import { createAuthenticator } from './backends/build.ts';
 import type { ImapAuthenticatorOptions } from './backends/imap/authenticator.ts';
-import { groupDirectory } from './backends/ldap/groups-reader.ts';
+import { groupDirectory } from './backends/ldap/groups/reader.ts';
 import { createOidcProvider, type OidcProvider } from './backends/oidc/provider.ts';
 import { cachedProbe } from './backends/probe.ts';
 import { servingBackends } from './config/backend-settings.ts';
 import type { Config } from './config/config.ts';
 import { GROUP_JSON } from './groups/json.ts';
-import { type GroupSyncOutcome, runGroupSync, syncOutcomeLog } from './groups/sync-run.ts';
+import { type GroupSyncOutcome, runGroupSync, syncOutcomeLog } from './groups/sync/run.ts';
 import { createEdge } from './http/edge.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { sessionHooks } from './http/session.ts';
@@ -225,12 +225,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const sync = config.groupSync;
     const directory = sync === null ? null : groupDirectory(sync.directory);
     const syncGroups =
-      directory === null
+      sync === null || directory === null
         ? null
         : async () => {
             const outcome = await runGroupSync(
               { directory, store: stores.groupSync, usernameCase: config.usernameCase },
-              { dryRun: false, keepRemoved: false },
+              // The interval never lifts GROUP_SYNC_MAX_REMOVALS: it logs and alerts; an operator decides.
+              { dryRun: false, keepRemoved: false, maxRemovals: sync.maxRemovals, allowRemovals: false },
             );
             const log = syncOutcomeLog(outcome, 'interval');
             logger[log.level](log.fields, log.message);

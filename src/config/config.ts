@@ -1,6 +1,7 @@
 // Settings (contract §6): parsed once, validated, frozen. Nothing else reads process.env.
 import type { ThrottleSettings } from '../auth/throttle.ts';
 import type { OidcSettings } from '../backends/oidc/settings.ts';
+import type { RemovalLimit } from '../groups/sync/removal-guard.ts';
 import type { EdgeOptions } from '../http/edge.ts';
 import type { StoreOptions } from '../store/options.ts';
 import { readAuthConfig } from './auth-config.ts';
@@ -15,6 +16,7 @@ import { type CleanedSettings, type Env, parseSettings, settingFiles } from './e
 import { ConfigError } from './error.ts';
 import type { GroupSyncConfig } from './group-sync-config.ts';
 import type { LogLevel, SettingName, UsernameCase } from './settings.ts';
+import { parseRemovalLimit } from './settings-group-sync.ts';
 import { type StoreSettings, storeOptions } from './store-options.ts';
 
 export { environmentWithDotenv } from './environment.ts';
@@ -132,11 +134,25 @@ export function loadConfig(env: Env): Config {
     secretKey: s.SECRET_KEY ?? null,
     metricsPort: s.METRICS_PORT ?? null,
     shutdownGraceMs: s.SHUTDOWN_GRACE_MS,
-    groupSync: groupSync === null ? null : { ...groupSync, intervalMs: s.GROUP_SYNC_INTERVAL ?? null },
+    groupSync:
+      groupSync === null
+        ? null
+        : {
+            ...groupSync,
+            intervalMs: s.GROUP_SYNC_INTERVAL ?? null,
+            maxRemovals: removalLimitOf(s.GROUP_SYNC_MAX_REMOVALS),
+          },
     settings: s,
     settingFiles: settingFiles(env),
   };
   return deepFreeze(config);
+}
+
+/** GROUP_SYNC_MAX_REMOVALS as the sync takes it (the table's parser has accepted the text already). */
+function removalLimitOf(text: string): RemovalLimit {
+  const limit = parseRemovalLimit(text);
+  if (limit === null) throw new ConfigError('GROUP_SYNC_MAX_REMOVALS', `cannot read "${text}"`);
+  return limit;
 }
 
 function deepFreeze<T extends object>(value: T): T {

@@ -1,9 +1,10 @@
 // The group sync's settings (contract §11), from the environment (LDAP_GROUP_*, over the LDAP_*
 // directory and service account) or from AUTH_CONFIG (a `groups` object in one `ldap` backend's
 // entry, over that entry's directory and service account). The rules are decided here once, for
-// both; the result is the reader's own option type (backends/ldap/groups-reader.ts).
+// both; the result is the reader's own option type (backends/ldap/groups/reader.ts).
 import type { LdapSettings } from '../backends/ldap/authenticator.ts';
-import type { GroupDirectorySettings } from '../backends/ldap/groups-reader.ts';
+import type { GroupDirectorySettings } from '../backends/ldap/groups/reader.ts';
+import type { RemovalLimit } from '../groups/sync/removal-guard.ts';
 import type { Refuse } from './backend-settings.ts';
 import { DEFAULT_GROUP_FILTER } from './settings-group-sync.ts';
 
@@ -24,6 +25,8 @@ export interface GroupSyncConfig {
   readonly directory: GroupDirectorySettings;
   /** GROUP_SYNC_INTERVAL in ms; null: only `clubhouse sync groups` runs it. */
   readonly intervalMs: number | null;
+  /** GROUP_SYNC_MAX_REMOVALS: the most synced groups one run may remove. */
+  readonly maxRemovals: RemovalLimit;
 }
 
 /** Defaults, and the rule a schema cannot say: the sync reads as the service account (contract §11). */

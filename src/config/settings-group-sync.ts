@@ -2,6 +2,7 @@
 // directory, which attributes hold what, and how often the service syncs. The directory itself and
 // the service account are LDAP_*'s (settings-backends.ts). settings.ts places them in the one table.
 import { EnvError, makeValidator } from 'envalid';
+import type { RemovalLimit } from '../groups/sync/removal-guard.ts';
 import { integer, row, text } from './settings-parsers.ts';
 
 /** RFC 4512 §1.4: an attribute description's type, a descr or a numericoid. */
@@ -26,6 +27,21 @@ const interval = makeValidator<number>((raw) => {
   if (!(ms >= 60_000 && ms <= 86_400_000))
     throw new EnvError(`expected a duration from 1m to 24h such as 15m, 1h or 90s got "${raw}"`);
   return ms;
+});
+
+/** GROUP_SYNC_MAX_REMOVALS's value: `25` (groups) or `10%` (of the synced groups); null when neither. */
+export function parseRemovalLimit(raw: string): RemovalLimit | null {
+  const match = /^([0-9]{1,9})(%?)$/.exec(raw.trim());
+  if (match === null) return null;
+  const value = Number(match[1]);
+  if (match[2] === '') return { groups: value };
+  return value <= 100 ? { percent: value } : null;
+}
+
+const removalLimit = makeValidator<string>((raw) => {
+  if (parseRemovalLimit(raw) === null)
+    throw new EnvError(`expected a number of groups such as 25, or a share from 0% to 100%, got "${raw}"`);
+  return raw.trim();
 });
 
 export const DEFAULT_GROUP_FILTER =
@@ -76,6 +92,12 @@ export const GROUP_SYNC_SETTINGS = {
       desc: 'run the group sync inside the service this often (`15m`, `1h`), on one instance at a time',
     }),
     { unset: '(off)' },
+  ),
+  GROUP_SYNC_MAX_REMOVALS: row(
+    removalLimit({
+      default: '10%',
+      desc: 'the most synced groups one run may remove: a number (`25`) or a share of the synced groups, rounded up (`10%`); a run that would remove more writes nothing and fails (the service logs it and sets `clubhouse_group_sync_removals_held`) until `clubhouse sync groups --allow-removals`',
+    }),
   ),
   GROUP_SYNC_TIMEOUT_MS: row(
     integer(

@@ -189,6 +189,22 @@ export interface UsernameMaintenance {
   canonicalize(profile: string, canonical: Canonicalizer): Promise<UsernameFinding[] | null>;
   /** The stored names that are not canonical under `canonical`, as they stand now (config check). */
   nonCanonical(canonical: Canonicalizer): Promise<UsernameFinding[]>;
+  /**
+   * One transaction: moves every membership of `from` (a name exactly as stored) to `into`, the
+   * higher status winning where both have one, ends `from`'s sessions in this database and deletes
+   * its row. `missing` names the user that does not exist (then nothing changed).
+   */
+  merge(from: string, into: string): Promise<UserMerge | { readonly missing: string }>;
+}
+
+/** What a merge did with the memberships of the user merged away. */
+export interface UserMerge {
+  /** Memberships the other user did not have, moved to it. */
+  readonly moved: number;
+  /** Memberships both had, where the merged user's higher status won. */
+  readonly raised: number;
+  /** Memberships both had, where the other user's status was already as high. */
+  readonly kept: number;
 }
 
 /** The answers a process may keep in memory: the sessions, and the group pages. */
