@@ -252,7 +252,8 @@ describe('IMAP faults through a proxy', () => {
         IMAP_HOST: 'localhost',
         IMAP_PORT: String(plainProxy.port),
         IMAP_SECURITY: 'plain',
-        IMAP_TIMEOUT_MS: '300',
+        // Long enough for the good probe's real login on a loaded machine, short for the stalls.
+        IMAP_TIMEOUT_MS: '1500',
       },
     });
     try {
