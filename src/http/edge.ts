@@ -22,9 +22,9 @@ import { frameworkErrorsHandler, installErrorHandling } from './errors.ts';
 import { responseHeaders } from './headers.ts';
 import type { Metrics } from './metrics.ts';
 import { nodeServerFactory } from './node-server.ts';
+import { OPENAPI_INFO } from './openapi.ts';
 import { FastRoutes, type RawReadDeps, rawReads } from './raw-reads.ts';
 import { requestId } from './request-id.ts';
-import { OPENAPI_INFO } from './schemas.ts';
 
 /** `true`, a hop count, or the proxy addresses/CIDRs whose forwarded headers are believed. */
 type TrustProxy = boolean | number | string | readonly string[];

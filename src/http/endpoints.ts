@@ -20,8 +20,8 @@ import type {
 import { methodNotAllowed } from './api-errors.ts';
 import { isTrustedPreflight, preflightHeaders } from './cors.ts';
 import { sendJson } from './headers.ts';
+import { HIDDEN } from './openapi.ts';
 import type { CachedRead, FastRead, FastRoutes } from './raw-reads.ts';
-import { SCHEMAS } from './schemas.ts';
 
 type Handler<G extends RouteGenericInterface> = RouteHandlerMethod<
   RawServerDefault,
@@ -158,14 +158,15 @@ function declareEndpoint(
   }
 
   const description = JSON.stringify({ name: options.name, methods });
-  app.options(url, { schema: SCHEMAS.options, onRequest }, (request, reply) => {
+  app.options(url, { schema: HIDDEN, onRequest }, (request, reply) => {
     if (isTrustedPreflight(request.headers, trustedOrigins)) reply.headers(preflightHeaders(allow));
     return sendJson(reply, 200, description);
   });
   app.route({
     method: app.supportedMethods.filter((method) => !methods.includes(method)),
     url,
-    schema: SCHEMAS.methodNotAllowed,
+    // The route of every method an endpoint refuses (405): not part of the API's description.
+    schema: HIDDEN,
     onRequest: [onRequest, (request, _reply, done) => done(methodNotAllowed(request.method, allow))],
     handler: () => {
       throw new Error('unreachable: the onRequest hook answered 405');

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import type { Metrics } from '../http/metrics.ts';
-import { SCHEMAS } from '../http/schemas.ts';
+import { HIDDEN } from '../http/openapi.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import type { Stores } from '../store/types.ts';
 
@@ -54,8 +54,6 @@ export function registerOps(fastify: FastifyInstance, deps: OpsDeps): void {
 /** GET /api/schema: what @fastify/swagger made of the route schemas (registered before every route). */
 export function registerSchemaRoute(app: FastifyInstance, endpoint: DeclareEndpoint): void {
   endpoint({ url: '/api/schema', name: 'Schema' }, (routes) =>
-    routes.get({ schema: SCHEMAS.schema }, (_request, reply) =>
-      sendJson(reply, 200, JSON.stringify(app.swagger())),
-    ),
+    routes.get({ schema: HIDDEN }, (_request, reply) => sendJson(reply, 200, JSON.stringify(app.swagger()))),
   );
 }
