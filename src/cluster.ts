@@ -6,7 +6,8 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { findingText, migrateUsernames } from './auth/username-migration.ts';
 import type { Config } from './config/config.ts';
-import { serveClusterMetrics, serveMetrics } from './http/metrics-serving.ts';
+import { serveMetrics } from './http/metrics-port.ts';
+import { serveClusterMetrics } from './metrics/cluster.ts';
 import { migrateStores, openStores } from './store/open.ts';
 
 // A worker that dies sooner than this after starting is crash-looping: its replacement waits,

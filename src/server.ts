@@ -5,8 +5,8 @@ import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import type { Config } from './config/config.ts';
 import { scheduleGroupSync } from './groups/sync-schedule.ts';
-import { createMetrics } from './http/metrics.ts';
-import { serveMetrics } from './http/metrics-serving.ts';
+import { serveMetrics } from './http/metrics-port.ts';
+import { createMetrics } from './metrics/metrics.ts';
 
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
 

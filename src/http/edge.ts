@@ -12,6 +12,7 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import type { Logger } from 'pino';
+import type { Metrics } from '../metrics/metrics.ts';
 import { logArrival, logCompletion } from './access-log.ts';
 import { hasOneHost, hostAllowed, isProbePath } from './allowed-hosts.ts';
 import { API_ERRORS, ApiError } from './api-errors.ts';
@@ -20,7 +21,6 @@ import { BODY_LIMIT_BYTES, installContentTypes } from './content-types.ts';
 import { apiEndpoints, type DeclareEndpoint, routeLabel, supportEveryMethod } from './endpoints.ts';
 import { frameworkErrorsHandler, installErrorHandling } from './errors.ts';
 import { responseHeaders } from './headers.ts';
-import type { Metrics } from './metrics.ts';
 import { nodeServerFactory } from './node-server.ts';
 import { OPENAPI_INFO } from './openapi.ts';
 import { FastRoutes, type RawReadDeps, rawReads } from './raw-reads.ts';

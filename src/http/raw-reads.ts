@@ -17,10 +17,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
 import { readCookies } from '../auth/cookies.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import { logArrival, logCompletion } from './access-log.ts';
 import { hasOneHost } from './allowed-hosts.ts';
 import { JSON_CONTENT_TYPE, responseHeaderList } from './headers.ts';
-import type { Metrics } from './metrics.ts';
 import { requestId } from './request-id.ts';
 
 /**

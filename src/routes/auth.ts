@@ -8,10 +8,10 @@ import type { UsernameCase } from '../auth/username.ts';
 import { API_ERRORS, ApiError, FieldErrors, throttled } from '../http/api-errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
-import type { Metrics } from '../http/metrics.ts';
 import type { FastAnswer } from '../http/raw-reads.ts';
 import { csrfGuard, LOGGED_OUT, loggedOut, secureCookies, singleHeader } from '../http/route-helpers.ts';
 import type { SessionHooks } from '../http/session.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import { AUTH_SCHEMAS } from './auth-schemas.ts';
 
 export interface AuthRouteDeps {

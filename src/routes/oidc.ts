@@ -14,8 +14,8 @@ import { keptUserAgent, newCsrfToken, type Sessions } from '../auth/sessions.ts'
 import { API_ERRORS, ApiError } from '../http/api-errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
-import type { Metrics } from '../http/metrics.ts';
 import { secureCookies, singleHeader } from '../http/route-helpers.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import { OIDC_SCHEMAS } from './oidc-schemas.ts';
 
 export interface OidcRouteDeps {

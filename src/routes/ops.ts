@@ -3,8 +3,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
-import type { Metrics } from '../http/metrics.ts';
 import { HIDDEN } from '../http/openapi.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import type { Stores } from '../store/types.ts';
 

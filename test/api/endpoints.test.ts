@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createEdge } from '../../src/http/edge.ts';
-import { createMetrics } from '../../src/http/metrics.ts';
 import { csrfGuard } from '../../src/http/route-helpers.ts';
 import { createLogger } from '../../src/logger.ts';
+import { createMetrics } from '../../src/metrics/metrics.ts';
 
 const ALL = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
 const TRUSTED = 'https://app.example.org';

@@ -1,14 +1,14 @@
 // Prometheus metrics (contract §6: GET /metrics) with prom-client: requests, logins, IMAP, sessions,
-// and the group sync's (group-sync-metrics.ts); how they are served is metrics-serving.ts's.
+// and the group sync's (group-sync.ts); summed under WORKERS by cluster.ts.
 import cluster from 'node:cluster';
 import { createRequire } from 'node:module';
 import client from 'prom-client';
 import type { LoginFailure, VerifyResult } from '../backends/authenticator.ts';
 import type { OidcFailure } from '../backends/oidc/settings.ts';
 import type { GroupSyncOutcome } from '../groups/sync-run.ts';
-import { groupSyncMetrics } from './group-sync-metrics.ts';
-import { askPrimaryForMetrics } from './metrics-serving.ts';
-import { requestMetrics } from './request-metrics.ts';
+import { askPrimaryForMetrics } from './cluster.ts';
+import { groupSyncMetrics } from './group-sync.ts';
+import { requestMetrics } from './requests.ts';
 
 type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';
 
