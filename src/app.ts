@@ -101,10 +101,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     createAuthenticator(servingBackends(config.auth.backends), {
       probeTtlMs: READY_PROBE_TTL_MS,
       imap: deps.imap,
-      observe: (backend, result, seconds) => {
-        if (backend.kind === 'imap') metrics.observeImap(result, seconds);
-        metrics.observeBackend(backend.name, result, seconds);
-      },
+      observe: (backend, result, seconds) => metrics.observeAttempt(backend, result, seconds),
     });
   // contract §10: the identity providers; none of them is a backend of the password chain.
   const providers: OidcProvider[] = [];
@@ -217,7 +214,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // The last sightings are written before the stores close.
     fastify.addHook('onClose', () => sessions.close());
     metrics.setSources({
-      imap: () => authenticator.stats(),
+      guard: () => authenticator.stats(),
       activeSessions: () => stores.sessions.countActive(now()),
     });
     return {

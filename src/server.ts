@@ -32,11 +32,7 @@ export async function startServer(
   const metricsServer =
     config.metricsPort === null || cluster.isWorker
       ? null
-      : await serveMetrics(
-          { text: () => metrics.text(), contentType: metrics.registry.contentType },
-          config.host,
-          config.metricsPort,
-        );
+      : await serveMetrics(metrics, config.host, config.metricsPort);
   // contract §11: the group sync off the request path, one run at a time across instances (a lease).
   const interval = config.groupSync?.intervalMs ?? null;
   const groupSync =

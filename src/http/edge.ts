@@ -12,7 +12,7 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import type { Logger } from 'pino';
-import type { Metrics } from '../metrics/metrics.ts';
+import type { RequestMetrics } from '../metrics/requests.ts';
 import { logArrival, logCompletion } from './access-log.ts';
 import { hasOneHost, hostAllowed, isProbePath } from './allowed-hosts.ts';
 import { API_ERRORS, ApiError } from './api-errors.ts';
@@ -31,7 +31,7 @@ type TrustProxy = boolean | number | string | readonly string[];
 
 export interface EdgeOptions {
   readonly logger: Logger;
-  readonly metrics: Metrics;
+  readonly metrics: RequestMetrics;
   readonly trustedOrigins: readonly string[];
   /** contract §7: the Host names served; null: any Host. */
   readonly allowedHosts: readonly string[] | null;

@@ -1,50 +1,44 @@
-// Prometheus metrics (contract §6: GET /metrics) with prom-client: requests, logins, IMAP, sessions,
-// and the group sync's (group-sync.ts); summed under WORKERS by cluster.ts.
+// Prometheus metrics (contract §6: GET /metrics) with prom-client, one registry for the process.
+// Each part of the service records through a view of its own, no wider than what it records: the
+// HTTP edge (requests.ts), the login routes (logins.ts), the backends (backends.ts), the group sync
+// (group-sync.ts). Here: the registry they share, Node's process metrics, the live-sessions gauge,
+// and the exposition (under WORKERS the cluster's sum, cluster.ts).
 import cluster from 'node:cluster';
 import { createRequire } from 'node:module';
 import client from 'prom-client';
-import type { LoginFailure, VerifyResult } from '../backends/authenticator.ts';
-import type { OidcFailure } from '../backends/oidc/settings.ts';
-import type { GroupSyncOutcome } from '../groups/sync-run.ts';
+import type { GuardStats } from '../backends/authenticator.ts';
+import { type BackendMetrics, backendMetrics, guardGauges } from './backends.ts';
 import { askPrimaryForMetrics } from './cluster.ts';
-import { groupSyncMetrics } from './group-sync.ts';
-import { requestMetrics } from './requests.ts';
+import { type GroupSyncMetrics, groupSyncMetrics } from './group-sync.ts';
+import { type LoginMetrics, loginMetrics } from './logins.ts';
+import { type RequestMetrics, requestMetrics } from './requests.ts';
 
-type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';
-
-export interface Metrics {
-  readonly registry: client.Registry;
+/** What /metrics serves (routes/ops.ts, and METRICS_PORT's listener). */
+export interface MetricsExposition {
   /** The exposition for a scrape: this process's, or under WORKERS the sum over every worker. */
   text(): Promise<string>;
-  observeRequest(method: string, route: string, status: number, seconds: number): void;
-  /**
-   * `backend`: the backend that decided (contract §8), '' when none did (throttled, refused input);
-   * for a sign-in at an identity provider, the provider (§10), with its own failure classes.
-   */
-  observeLogin(
-    outcome: LoginOutcomeLabel,
-    failure: LoginFailure | OidcFailure | undefined,
-    backend?: string,
-  ): void;
-  observeImap(result: VerifyResult, seconds: number): void;
-  /** One attempt at any backend (IMAP and LDAP alike), by backend name and result. */
-  observeBackend(backend: string, result: VerifyResult, seconds: number): void;
-  /** One run of the group sync (contract §11): its outcome, duration and counts. */
-  observeGroupSync(outcome: GroupSyncOutcome, at: number): void;
+  readonly contentType: string;
+}
+
+/** Every view, for the composition root, which hands each part its own. */
+export interface Metrics
+  extends RequestMetrics,
+    LoginMetrics,
+    BackendMetrics,
+    GroupSyncMetrics,
+    MetricsExposition {
   /** Wires the gauges that are read at scrape time. */
   setSources(sources: MetricSources): void;
 }
 
 interface MetricSources {
-  readonly imap: () => { active: number; queued: number; breaker: string };
+  readonly guard: () => GuardStats;
   /** Live sessions; called at most once per SESSIONS_GAUGE_TTL_MS. */
   readonly activeSessions: () => Promise<number>;
 }
 
 /** The active-sessions gauge counts rows; at a million sessions that is worth caching. */
 const SESSIONS_GAUGE_TTL_MS = 15_000;
-
-const BREAKER_STATES: Record<string, number> = { closed: 0, half_open: 1, open: 2 };
 
 /**
  * prom-client's default metrics (process, heap, event loop, handles, version) but one: the
@@ -83,58 +77,12 @@ export function createMetrics(now: () => number = Date.now): Metrics {
     },
     [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   );
-  const logins = new client.Counter({
-    name: 'clubhouse_login_attempts_total',
-    help: 'Login attempts by outcome (success, failure, throttled), failure class and the backend that decided.',
-    labelNames: ['outcome', 'failure', 'backend'] as const,
-    registers: [registry],
-  });
-  const throttled = new client.Counter({
-    name: 'clubhouse_login_throttled_total',
-    help: 'Login attempts refused with 429 without contacting IMAP.',
-    registers: [registry],
-  });
-  const imapLatency = new client.Histogram({
-    name: 'clubhouse_imap_login_duration_seconds',
-    help: 'Time of one IMAP login attempt (connect, TLS, greeting, authentication), by result.',
-    labelNames: ['result'] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-  });
-  const backendLatency = new client.Histogram({
-    name: 'clubhouse_backend_login_duration_seconds',
-    help: 'Time of one login attempt at an authentication backend (IMAP or LDAP), by backend and result.',
-    labelNames: ['backend', 'result'] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-  });
-  const observeGroupSync = groupSyncMetrics(registry);
+  const logins = loginMetrics(registry);
+  const backends = backendMetrics(registry);
+  const groupSync = groupSyncMetrics(registry);
   let sources: MetricSources | null = null;
   let sessionsCache: { at: number; value: number } | null = null;
-  new client.Gauge({
-    name: 'clubhouse_imap_in_flight',
-    help: 'IMAP login attempts running now.',
-    registers: [registry],
-    collect() {
-      if (sources !== null) this.set(sources.imap().active);
-    },
-  });
-  new client.Gauge({
-    name: 'clubhouse_imap_queue_length',
-    help: 'IMAP login attempts waiting for a slot.',
-    registers: [registry],
-    collect() {
-      if (sources !== null) this.set(sources.imap().queued);
-    },
-  });
-  new client.Gauge({
-    name: 'clubhouse_imap_circuit_state',
-    help: 'IMAP circuit breaker: 0 closed, 1 half open, 2 open (failing fast).',
-    registers: [registry],
-    collect() {
-      if (sources !== null) this.set(BREAKER_STATES[sources.imap().breaker] ?? 0);
-    },
-  });
+  guardGauges(registry, () => sources?.guard() ?? null);
   new client.Gauge({
     name: 'clubhouse_sessions_active',
     help: `Live sessions (refreshed at most every ${SESSIONS_GAUGE_TTL_MS / 1000} s).`,
@@ -158,20 +106,12 @@ export function createMetrics(now: () => number = Date.now): Metrics {
     new client.AggregatorRegistry();
   }
   return {
-    registry,
     text: () => (cluster.isWorker ? askPrimaryForMetrics() : registry.metrics()),
+    contentType: registry.contentType,
     observeRequest: requests.observe,
-    observeLogin(outcome, failure, backend) {
-      logins.inc({ outcome, failure: failure ?? '', backend: backend ?? '' });
-      if (outcome === 'throttled') throttled.inc();
-    },
-    observeImap(result, seconds) {
-      imapLatency.observe({ result: result.ok ? 'ok' : result.failure }, seconds);
-    },
-    observeBackend(backend, result, seconds) {
-      backendLatency.observe({ backend, result: result.ok ? 'ok' : result.failure }, seconds);
-    },
-    observeGroupSync,
+    observeLogin: logins.observeLogin,
+    observeAttempt: backends.observeAttempt,
+    observeGroupSync: groupSync.observeGroupSync,
     setSources(next) {
       sources = next;
     },

@@ -11,7 +11,7 @@ import { sendJson } from '../http/headers.ts';
 import type { FastAnswer } from '../http/raw-reads.ts';
 import { csrfGuard, LOGGED_OUT, loggedOut, secureCookies, singleHeader } from '../http/route-helpers.ts';
 import type { SessionHooks } from '../http/session.ts';
-import type { Metrics } from '../metrics/metrics.ts';
+import type { LoginMetrics } from '../metrics/logins.ts';
 import { AUTH_SCHEMAS } from './auth-schemas.ts';
 
 export interface AuthRouteDeps {
@@ -21,7 +21,7 @@ export interface AuthRouteDeps {
   readonly sessions: Sessions;
   readonly hooks: SessionHooks;
   readonly login: LoginProcedure;
-  readonly metrics: Metrics;
+  readonly metrics: LoginMetrics;
 }
 
 /** contract §3: check's answer for the session's user, or nobody (403 ""). */

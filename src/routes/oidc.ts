@@ -15,14 +15,14 @@ import { API_ERRORS, ApiError } from '../http/api-errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import { secureCookies, singleHeader } from '../http/route-helpers.ts';
-import type { Metrics } from '../metrics/metrics.ts';
+import type { LoginMetrics } from '../metrics/logins.ts';
 import { OIDC_SCHEMAS } from './oidc-schemas.ts';
 
 export interface OidcRouteDeps {
   readonly cookieSecure: boolean;
   readonly signIn: OidcSignIn;
   readonly sessions: Sessions;
-  readonly metrics: Metrics;
+  readonly metrics: LoginMetrics;
   /** Whether POST /api/auth/login has a password backend to ask (the web client shows the form). */
   readonly passwordLogin: boolean;
 }

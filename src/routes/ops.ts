@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import { HIDDEN } from '../http/openapi.ts';
-import type { Metrics } from '../metrics/metrics.ts';
+import type { MetricsExposition } from '../metrics/metrics.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import type { Stores } from '../store/types.ts';
 
@@ -13,7 +13,7 @@ export interface OpsDeps {
   /** Every backend's readiness by name (contract §8): "ok" or why not, probed without credentials. */
   readonly backends: () => Promise<Record<string, string>>;
   /** Null when /metrics is served on METRICS_PORT instead. */
-  readonly metrics: Metrics | null;
+  readonly metrics: MetricsExposition | null;
 }
 
 /** Seconds a load balancer is told to wait before asking /readyz again. */
@@ -46,7 +46,7 @@ export function registerOps(fastify: FastifyInstance, deps: OpsDeps): void {
   const { metrics } = deps;
   if (metrics !== null) {
     fastify.get('/metrics', async (_request, reply) =>
-      reply.type(metrics.registry.contentType).send(await metrics.text()),
+      reply.type(metrics.contentType).send(await metrics.text()),
     );
   }
 }
