@@ -14,7 +14,7 @@ import type { ImapAuthenticatorOptions } from './backends/imap/authenticator.ts'
 import { groupDirectory } from './backends/ldap/groups-reader.ts';
 import { createOidcProvider, type OidcProvider } from './backends/oidc/provider.ts';
 import { cachedProbe } from './backends/probe.ts';
-import { servingBackends } from './config/backend-settings.ts';
+import { servingBackends } from './config/backends/chain.ts';
 import type { Config } from './config/config.ts';
 import { GROUP_JSON } from './groups/json.ts';
 import { type GroupSyncOutcome, runGroupSync, syncOutcomeLog } from './groups/sync-run.ts';

@@ -7,7 +7,9 @@ import { guardAttempts } from './guard.ts';
 import { createImapAuthenticator, type ImapAuthenticatorOptions } from './imap/authenticator.ts';
 import { probeImapServer } from './imap/client.ts';
 import type { ImapSettings } from './imap/settings.ts';
-import { classifyLdapError, type LdapSettings, ldapLoginOnce, probeLdap } from './ldap/authenticator.ts';
+import { ldapLoginOnce, probeLdap } from './ldap/authenticator.ts';
+import { classifyLdapError } from './ldap/errors.ts';
+import type { LdapSettings } from './ldap/settings.ts';
 import { RefusalTiming } from './refusal-timing.ts';
 import { backendTls } from './tls.ts';
 

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { LoginFailure } from '../../src/backends/authenticator.ts';
 import { createAuthenticator } from '../../src/backends/build.ts';
-import { servingBackends } from '../../src/config/backend-settings.ts';
+import { servingBackends } from '../../src/config/backends/chain.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certs.ts';

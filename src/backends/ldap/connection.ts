@@ -12,9 +12,8 @@ import type { LoginFailure } from '../authenticator.ts';
 import type { TlsOptions } from '../tls.ts';
 import { classifyLdapError, LdapFailure } from './errors.ts';
 import { type FrameGuard, guardFrames } from './frame-guard.ts';
+import type { LdapSecurity } from './settings.ts';
 import { startTls } from './starttls.ts';
-
-export type LdapSecurity = 'tls' | 'starttls' | 'plain';
 
 /** What a connection needs of the LDAP settings. */
 export interface LdapEndpoint {

@@ -16,7 +16,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import type { LoginFailure } from '../authenticator.ts';
 import { backendTls } from '../tls.ts';
-import { bindServiceAccount, type LdapSettings } from './authenticator.ts';
+import { bindServiceAccount } from './authenticator.ts';
 import type { Element } from './ber.ts';
 import { type LdapConnection, withLdapConnections } from './connection.ts';
 import {
@@ -27,6 +27,7 @@ import {
 } from './group-records.ts';
 import { type PagedSearch, pagedSearch } from './paged-search.ts';
 import { readSearchEntry } from './search-ber.ts';
+import type { LdapSettings } from './settings.ts';
 
 /** How the sync finds and reads the groups (contract §11), besides the directory and its account. */
 export interface GroupDirectorySettings extends RecordSettings {
