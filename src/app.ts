@@ -10,9 +10,9 @@ import { LoginThrottle } from './auth/throttle.ts';
 import { findingText, migrateUsernames } from './auth/username-migration.ts';
 import type { Authenticator } from './backends/authenticator.ts';
 import { createAuthenticator } from './backends/build.ts';
-import type { ImapAuthenticatorOptions } from './backends/imap/authenticator.ts';
+import type { ImapSeams } from './backends/imap/backend.ts';
 import { groupDirectory } from './backends/ldap/groups-reader.ts';
-import { createOidcProvider, type OidcProvider } from './backends/oidc/provider.ts';
+import { createOidcBackend, type OidcProvider } from './backends/oidc/provider.ts';
 import { cachedProbe } from './backends/probe.ts';
 import { servingBackends } from './config/backends/chain.ts';
 import type { Config } from './config/config.ts';
@@ -43,7 +43,7 @@ export interface AppDeps {
   /** The authenticator; when absent, the configured backends in order (contract §8). */
   readonly authenticator?: Authenticator;
   /** Seams of the IMAP backends built here (tests script the login, the clock, the timing). */
-  readonly imap?: ImapAuthenticatorOptions;
+  readonly imap?: ImapSeams;
   /** Made here when absent. */
   readonly metrics?: Metrics;
   /** Injectable clock (tests move time to expire sessions and throttle windows). */
@@ -129,7 +129,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       now: deps.loginNow,
     });
 
-    for (const settings of config.auth.providers) providers.push(createOidcProvider(settings));
+    for (const settings of config.auth.providers) providers.push(createOidcBackend(settings));
     const signIn = new OidcSignIn({
       providers,
       flows: stores.flows,

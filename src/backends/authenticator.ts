@@ -46,6 +46,13 @@ export type ProbeResult = { readonly ok: true } | { readonly ok: false; readonly
 
 export type BackendKind = 'imap' | 'ldap';
 
+/** Told the kind, name, result and duration of every attempt that reached a server (metrics). */
+export type BackendObserver = (
+  backend: { readonly name: string; readonly kind: BackendKind },
+  result: VerifyResult,
+  seconds: number,
+) => void;
+
 /** One configured backend: IMAP or LDAP, behind its guard (guard.ts). */
 export interface Backend {
   /** Unique; names it in the audit line, the metrics and /readyz. */

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { type App, buildApp } from '../../src/app.ts';
 import type { Authenticator, VerifyResult } from '../../src/backends/authenticator.ts';
-import type { ImapAuthenticatorOptions } from '../../src/backends/imap/authenticator.ts';
+import type { ImapSeams } from '../../src/backends/imap/backend.ts';
 import { type Config, loadConfig } from '../../src/config/config.ts';
 import { GROUP_JSON } from '../../src/groups/json.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -41,7 +41,7 @@ export interface TestAppOptions {
   /** Use the real IMAP authenticator against this Dovecot (plain port on loopback unless env says else). */
   readonly dovecot?: Dovecot;
   /** Seams of that real IMAP authenticator (its clock, its login function, its refusal timing). */
-  readonly imap?: ImapAuthenticatorOptions;
+  readonly imap?: ImapSeams;
   readonly authenticator?: Authenticator;
   /** How a refused login waits out its delay (default the real timer). */
   readonly sleep?: (ms: number) => Promise<void>;

@@ -21,3 +21,11 @@ export interface LdapSettings {
   readonly maxConcurrency: number;
   readonly queueLimit: number;
 }
+
+/** One LDAP backend to build: its name, the mail domains it serves (null: all) and its directory. */
+export interface LdapBackendSpec {
+  readonly kind: 'ldap';
+  readonly name: string;
+  readonly domains: readonly string[] | null;
+  readonly ldap: LdapSettings;
+}

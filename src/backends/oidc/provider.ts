@@ -96,7 +96,7 @@ function discoveryUrl(issuer: string): string {
 }
 
 /** One provider of `settings`; nothing is fetched until discover() or a sign-in. */
-export function createOidcProvider(settings: OidcSettings): OidcProvider {
+export function createOidcBackend(settings: OidcSettings): OidcProvider {
   const http = providerHttp(settings.caFile);
   const auth = clientAuthentication(settings);
   let configuration: Promise<client.Configuration> | null = null;
