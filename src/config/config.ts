@@ -13,9 +13,9 @@ import {
 } from './backends/environment.ts';
 import type { GroupSyncConfig } from './backends/group-sync.ts';
 import type { ConfiguredImap } from './backends/imap.ts';
-import { type CleanedSettings, type Env, parseSettings } from './environment.ts';
+import { type CleanedSettings, type Env, parseSettings, settingFiles } from './environment.ts';
 import { ConfigError } from './error.ts';
-import type { LogLevel, UsernameCase } from './settings.ts';
+import type { LogLevel, SettingName, UsernameCase } from './settings.ts';
 import { type StoreSettings, storeOptions } from './stores/settings.ts';
 
 export { environmentWithDotenv } from './environment.ts';
@@ -64,6 +64,8 @@ export interface Config extends StoreSettings {
   readonly groupSync: GroupSyncConfig | null;
   /** Every setting of the table as parsed (for `clubhouse config check`). */
   readonly settings: CleanedSettings;
+  /** The secrets read from a file (`NAME_FILE`), by setting: `config check` says where each came from. */
+  readonly settingFiles: Partial<Record<SettingName, string>>;
 }
 
 /** Parses and validates every setting; throws `ConfigError` naming the first bad variable. */
@@ -133,6 +135,7 @@ export function loadConfig(env: Env): Config {
     shutdownGraceMs: s.SHUTDOWN_GRACE_MS,
     groupSync: groupSync === null ? null : { ...groupSync, intervalMs: s.GROUP_SYNC_INTERVAL ?? null },
     settings: s,
+    settingFiles: settingFiles(env),
   };
   return deepFreeze(config);
 }

@@ -1,11 +1,14 @@
 // Reading the settings (contract §6): the environment over an optional `.env`, each value of the
 // settings table (settings.ts) trimmed and parsed by envalid, the first bad one stopping start-up
-// with its name; a backend kind's settings read only when that kind is asked (contract §8).
+// with its name; a backend kind's settings read only when that kind is asked (contract §8). A
+// secret setting may instead name a file holding it (`NAME_FILE`), as the official PostgreSQL image
+// reads `POSTGRES_PASSWORD_FILE`: compose and Kubernetes secrets arrive as files, and a value kept
+// out of the environment is not shown by `podman inspect`, `/proc/PID/environ` or a crash report.
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseDotenv } from 'dotenv';
 import { customCleanEnv } from 'envalid';
 import { ConfigError } from './error.ts';
-import { SETTINGS } from './settings.ts';
+import { SETTINGS, type SettingName, settingRows } from './settings.ts';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -20,8 +23,9 @@ export function environmentWithDotenv(env: Env = process.env, dotenvPath = '.env
 export function parseSettings(env: Env): CleanedSettings {
   const trimmed: Record<string, string> = {};
   for (const name of Object.keys(SETTINGS)) {
-    const value = env[name]?.trim();
-    if (value !== undefined && value !== '' && backendSettingRead(name, env)) trimmed[name] = value;
+    if (!backendSettingRead(name, env)) continue;
+    const value = settingValue(name as SettingName, env);
+    if (value !== undefined) trimmed[name] = value;
   }
   return customCleanEnv(trimmed, SETTINGS, (cleaned) => cleaned, {
     reporter: ({ errors }) => {
@@ -32,6 +36,50 @@ export function parseSettings(env: Env): CleanedSettings {
       }
     },
   });
+}
+
+/** The settings that may be read from a file: the secrets (`config check` masks the same ones). */
+export function fileSettingNames(): SettingName[] {
+  return settingRows()
+    .filter(([, row]) => row.secret !== undefined)
+    .map(([name]) => name);
+}
+
+/** The files the secret settings of `env` were read from (`DATABASE_URL` → its `DATABASE_URL_FILE`). */
+export function settingFiles(env: Env): Partial<Record<SettingName, string>> {
+  const files: Partial<Record<SettingName, string>> = {};
+  for (const name of fileSettingNames()) {
+    const file = env[`${name}_FILE`]?.trim();
+    if (file !== undefined && file !== '' && backendSettingRead(name, env)) files[name] = file;
+  }
+  return files;
+}
+
+/**
+ * One setting's value, trimmed, or undefined when unset (empty counts as unset). A secret comes from
+ * `NAME_FILE` when that is set: both set is a mistake that would hide which one is in force, and an
+ * empty or unreadable file stops start-up rather than falling back to a default (an empty
+ * `DATABASE_URL_FILE` must not quietly put the service on SQLite).
+ */
+function settingValue(name: SettingName, env: Env): string | undefined {
+  const direct = env[name]?.trim();
+  const file = fileSettingNames().includes(name) ? env[`${name}_FILE`]?.trim() : undefined;
+  if (file === undefined || file === '') return direct === '' ? undefined : direct;
+  const variable = `${name}_FILE`;
+  if (direct !== undefined && direct !== '')
+    throw new ConfigError(variable, `set ${name} or ${variable}, not both`);
+  let content: string;
+  try {
+    content = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(
+      variable,
+      `cannot read "${file}" (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+    );
+  }
+  const value = content.trim();
+  if (value === '') throw new ConfigError(variable, `"${file}" is empty`);
+  return value;
 }
 
 /**

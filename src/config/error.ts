@@ -1,7 +1,7 @@
 // How a setting is refused (contract §6): the error that stops start-up naming the bad setting, the
 // way a rule names a field as the operator wrote it, and the rules every backend's settings share
-// (plain text only to loopback unless allowed by name, a file that exists).
-import { existsSync } from 'node:fs';
+// (plain text only to loopback unless allowed by name, a file that exists, a secret read from a file).
+import { existsSync, readFileSync } from 'node:fs';
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -35,4 +35,19 @@ export function existingFile(file: string | undefined, refuse: (message: string)
   if (file === undefined) return null;
   if (!existsSync(file)) refuse(`no such file "${file}"`);
   return file;
+}
+
+/**
+ * A secret kept in a file of its own (a compose or Kubernetes secret) rather than in AUTH_CONFIG,
+ * trimmed as the environment's `NAME_FILE` settings are; empty or unreadable stops start-up.
+ */
+export function secretFromFile(file: string, refuse: (message: string) => never): string {
+  let content: string;
+  try {
+    content = readFileSync(file, 'utf8');
+  } catch (err) {
+    return refuse(`cannot read "${file}" (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+  }
+  const value = content.trim();
+  return value === '' ? refuse(`"${file}" is empty`) : value;
 }

@@ -51,7 +51,12 @@ export function configReport(config: Config): {
 } {
   // Every row of the settings table, so that a new setting cannot be missing here.
   const settings: Record<string, string> = {};
-  for (const [name] of settingRows()) settings[name] = presentSetting(name, config.settings[name]);
+  for (const [name] of settingRows()) {
+    const file = config.settingFiles[name];
+    settings[name] =
+      presentSetting(name, config.settings[name]) +
+      (file === undefined ? '' : ` (from ${name}_FILE ${file})`);
+  }
   // issue 17: not settings but what they amount to, so an operator sees an unverified store.
   const tls = storeTls(config.store);
   settings['(database TLS)'] = tls.database;

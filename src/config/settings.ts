@@ -203,7 +203,9 @@ export function settingsTableMarkdown(): string {
       (Array.isArray(setting.default) && setting.default.length === 0)
         ? (setting.unset ?? '—')
         : `\`${formatValue(setting.default)}\``;
-    lines.push(`| \`${name}\` | ${fallback} | ${setting.desc ?? ''} |`);
+    // A secret may come from a file instead (environment.ts): said in its row, where it is looked up.
+    const fromFile = setting.secret === undefined ? '' : `; or \`${name}_FILE\`: a file holding it`;
+    lines.push(`| \`${name}\` | ${fallback} | ${setting.desc ?? ''}${fromFile} |`);
   }
   return lines.join('\n');
 }

@@ -2,7 +2,7 @@
 // providers have no environment settings): the defaults and the rules the file's schema cannot say;
 // the result is the OIDC backend's own option type (backends/oidc/settings.ts).
 import type { OidcSettings } from '../../backends/oidc/settings.ts';
-import { ConfigError, existingFile, type Refuse } from '../error.ts';
+import { ConfigError, existingFile, type Refuse, secretFromFile } from '../error.ts';
 
 /** The fields of an `oidc` entry (contract §10) before defaults and cross-checks. */
 export interface RawOidc {
@@ -10,6 +10,7 @@ export interface RawOidc {
   issuer?: string;
   clientId?: string;
   clientSecret?: string;
+  clientSecretFile?: string;
   privateKeyFile?: string;
   privateKeyId?: string;
   scopes?: string;
@@ -39,14 +40,18 @@ export function oidcSettings(
   }
   const scope = entry.scopes ?? 'openid email profile';
   if (!scope.split(' ').includes('openid')) refuse('scopes', 'must include openid');
+  const secret =
+    entry.clientSecretFile === undefined
+      ? entry.clientSecret
+      : secretFromFile(entry.clientSecretFile, (message) => refuse('clientSecretFile', message));
   const clientAuth: OidcSettings['clientAuth'] =
-    entry.clientSecret === undefined
+    secret === undefined
       ? {
           method: 'private_key_jwt',
           privateKeyFile: existingFile(entry.privateKeyFile, (message) => refuse('privateKeyFile', message))!,
           keyId: entry.privateKeyId ?? null,
         }
-      : { method: 'client_secret_basic', secret: entry.clientSecret };
+      : { method: 'client_secret_basic', secret };
   return {
     name: entry.name,
     label: entry.label!,
