@@ -8,6 +8,7 @@ import { OidcSignIn } from './auth/oidc-signin.ts';
 import { Sessions, sharedSecret } from './auth/sessions.ts';
 import { LoginThrottle } from './auth/throttle.ts';
 import { findingText, migrateUsernames } from './auth/username-migration.ts';
+import { WhoMayLogIn } from './auth/who-may-log-in.ts';
 import type { Authenticator } from './backends/authenticator.ts';
 import { createAuthenticator } from './backends/build.ts';
 import type { ImapSeams } from './backends/imap/backend.ts';
@@ -118,12 +119,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       onError: (err) => logger.warn({ err }, 'recording last_seen failed'),
     });
     const throttle = new LoginThrottle(stores.throttle, config.throttle, secret, now);
+    // contract §3, §4: who may log in, one rule for passwords and providers alike.
+    const whoMayLogIn = new WhoMayLogIn(stores.users, config.allowNewUsers);
     const login = new LoginProcedure({
-      users: stores.users,
+      whoMayLogIn,
       sessions,
       throttle,
       authenticator,
-      allowNewUsers: config.allowNewUsers,
       failureDelayMs: config.authFailureDelayMs,
       sleep: deps.sleep,
       now: deps.loginNow,
@@ -133,9 +135,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const signIn = new OidcSignIn({
       providers,
       flows: stores.flows,
-      users: stores.users,
+      whoMayLogIn,
       sessions,
-      allowNewUsers: config.allowNewUsers,
       usernameCase: config.usernameCase,
     });
     // contract §10: each discovery document is read at start-up, without holding start-up up: a

@@ -3,11 +3,14 @@
 // close. The chain (chain.ts) asks them in order; the login procedure (auth/login.ts) sees one
 // `Authenticator` whatever stands behind it.
 
-/** Why a login failed (contract §3); the client always sees one 403, the log and metrics see this. */
-export type LoginFailure =
+/**
+ * Why a backend did not log someone in (contract §3, §8): the password refused, input it will not
+ * send, its server unreachable, or misconfigured. Whether a user may log in at all is not a
+ * backend's to say: auth/ decides that (auth/who-may-log-in.ts), and its LoginFailure adds those
+ * refusals. The client always sees one 403; the log and the metrics see the class.
+ */
+export type BackendFailure =
   | 'bad_credentials'
-  | 'user_disabled'
-  | 'user_not_allowed'
   | 'rejected_input'
   | 'upstream_unavailable'
   | 'upstream_misconfigured';
@@ -15,7 +18,7 @@ export type LoginFailure =
 /** A backend's answer; `backend` names the one that decided (contract §8: audit line, metrics). */
 export type VerifyResult =
   | { ok: true; backend?: string }
-  | { ok: false; failure: LoginFailure; reason: string; backend?: string };
+  | { ok: false; failure: BackendFailure; reason: string; backend?: string };
 
 /** What a backend's guard reports for metrics: attempts running, waiting, and the breaker. */
 export interface GuardStats {

@@ -1,8 +1,8 @@
 // The login routes' metrics (contract §6, §8, §10): every attempt by outcome, failure class and the
 // backend or identity provider that decided, and the throttled ones on their own.
 import client from 'prom-client';
-import type { LoginFailure } from '../backends/authenticator.ts';
-import type { OidcFailure } from '../backends/oidc/settings.ts';
+import type { LoginFailure } from '../auth/login.ts';
+import type { OidcFailure } from '../auth/oidc-signin.ts';
 
 type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';
 

@@ -14,7 +14,7 @@
 // demand (group-records.ts). A run whose digest is the one the last writing run recorded needs no
 // records at all (groups/sync-shortcut.ts): the same answers make the same records.
 import { createHash, type Hash } from 'node:crypto';
-import type { LoginFailure } from '../authenticator.ts';
+import type { BackendFailure } from '../authenticator.ts';
 import { backendTls } from '../tls.ts';
 import { bindServiceAccount } from './authenticator.ts';
 import type { Element } from './ber.ts';
@@ -56,7 +56,7 @@ type DirectoryRead =
       /** The records (made once, when first asked), or why the answers cannot be used. */
       records(): DirectoryRecords;
     }
-  | { readonly ok: false; readonly failure: LoginFailure; readonly reason: string };
+  | { readonly ok: false; readonly failure: BackendFailure; readonly reason: string };
 
 /**
  * The version of how records are made of the answers (group-records.ts, group-entries.ts,

@@ -11,7 +11,7 @@ import type { ProbeResult } from '../authenticator.ts';
 import { mailDomain } from '../chain.ts';
 import { classifyCallback } from './classify.ts';
 import { failureReason, providerHttp, traced } from './http.ts';
-import type { OidcFailure, OidcSettings } from './settings.ts';
+import type { OidcSettings, ProviderFailure } from './settings.ts';
 
 /** The secrets of one flow: kept server-side until the callback, never logged. */
 export interface FlowSecrets {
@@ -27,7 +27,7 @@ type BeginResult =
 /** A verified identity: the username claim's value as the provider gave it. */
 type FinishResult =
   | { readonly ok: true; readonly claim: string }
-  | { readonly ok: false; readonly failure: OidcFailure; readonly reason: string };
+  | { readonly ok: false; readonly failure: ProviderFailure; readonly reason: string };
 
 export interface OidcProvider {
   readonly name: string;
