@@ -12,13 +12,13 @@ import { WhoMayLogIn } from './auth/who-may-log-in.ts';
 import type { Authenticator } from './backends/authenticator.ts';
 import { createAuthenticator } from './backends/build.ts';
 import type { ImapSeams } from './backends/imap/backend.ts';
-import { groupDirectory } from './backends/ldap/groups-reader.ts';
+import { groupDirectory } from './backends/ldap/groups/reader.ts';
 import { createOidcBackend, type OidcProvider } from './backends/oidc/provider.ts';
 import { cachedProbe } from './backends/probe.ts';
 import { servingBackends } from './config/backends/chain.ts';
 import type { Config } from './config/config.ts';
 import { GROUP_JSON } from './groups/json.ts';
-import { type GroupSyncOutcome, runGroupSync, syncOutcomeLog } from './groups/sync-run.ts';
+import { type GroupSyncOutcome, runGroupSync, syncOutcomeLog } from './groups/sync/run.ts';
 import { createEdge } from './http/edge.ts';
 import { sessionHooks } from './http/session.ts';
 import { registerWebClient } from './http/web.ts';
@@ -77,7 +77,7 @@ async function openConfiguredStores(config: Config, logger: Logger, migrate: boo
     migrate,
     // The stores reconnect by themselves; a broken idle connection is only worth a warning.
     onError: (store, err) => logger.warn({ store, err }, 'store connection error'),
-    // The group answers this process serves, kept in memory where the store can (issue 14).
+    // The group answers this process serves, kept in memory where the store can (docs/scaling.md).
     groupJson: GROUP_JSON,
   });
   if (!migrate) return stores;
@@ -200,12 +200,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const sync = config.groupSync;
     const directory = sync === null ? null : groupDirectory(sync.directory);
     const syncGroups =
-      directory === null
+      sync === null || directory === null
         ? null
         : async () => {
             const outcome = await runGroupSync(
               { directory, store: stores.groupSync, usernameCase: config.usernameCase },
-              { dryRun: false, keepRemoved: false },
+              // The interval never lifts GROUP_SYNC_MAX_REMOVALS: it logs and alerts; an operator decides.
+              { dryRun: false, keepRemoved: false, maxRemovals: sync.maxRemovals, allowRemovals: false },
             );
             const log = syncOutcomeLog(outcome, 'interval');
             logger[log.level](log.fields, log.message);

@@ -4,7 +4,7 @@ import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import type { Config } from './config/config.ts';
-import { scheduleGroupSync } from './groups/sync-schedule.ts';
+import { scheduleGroupSync } from './groups/sync/schedule.ts';
 import { serveMetrics } from './http/metrics-port.ts';
 import { createMetrics } from './metrics/metrics.ts';
 

@@ -1,5 +1,5 @@
 // The migration of stored usernames to their canonical form (contract §3, "One person, one
-// identity"; issue 22), where both the database and the session store are open: run by the server
+// identity"), where both the database and the session store are open: run by the server
 // at start-up, by the primary of a cluster, and by `clubhouse migrate`; listed by `config check`.
 
 import { USERNAME_MAX_LENGTH } from '../store/limits.ts';
@@ -45,6 +45,34 @@ export async function migrateUsernames(
   return findings;
 }
 
+/** Characters a POSIX shell reads as themselves in a word (others are quoted). */
+const SHELL_PLAIN = /^[\p{L}\p{N}@%+=:,./_-]+$/u;
+
+/** `word` as one shell word: as is, in single quotes, or (with control characters) bash's $'…'. */
+function shellWord(word: string): string {
+  if (SHELL_PLAIN.test(word)) return word;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are the point
+  if (!/[\u0000-\u001f\u007f]/.test(word)) return `'${word.replaceAll("'", `'\\''`)}'`;
+  const escaped = [...word]
+    .map((c) => {
+      const code = c.codePointAt(0)!;
+      if (c === '\\' || c === "'") return `\\${c}`;
+      return code < 0x20 || code === 0x7f ? `\\x${code.toString(16).padStart(2, '0')}` : c;
+    })
+    .join('');
+  return `$'${escaped}'`;
+}
+
+/**
+ * The command that resolves a disabled duplicate: its memberships to `into` (the canonical name it
+ * collides with; for a name the profile refuses, the administrator names the user), its row gone.
+ */
+export function mergeCommand(from: string, into: string | null): string {
+  // `--`: a name that starts with a dash is FROM, not an option.
+  const end = from.startsWith('-') ? '-- ' : '';
+  return `clubhouse user merge ${end}${shellWord(from)} ${into === null ? 'USERNAME' : shellWord(into)}`;
+}
+
 /** One line for an administrator about a stored name that is not canonical (`done`: by this migration). */
 export function findingText(finding: UsernameFinding, done: boolean): string {
   const name = JSON.stringify(finding.username);
@@ -58,8 +86,8 @@ export function findingText(finding: UsernameFinding, done: boolean): string {
         ? `${name} renamed to ${target}`
         : `${name} is not canonical: the migration renames it to ${target}`;
     case 'collides':
-      return `${name} collides with ${target}: ${kept}`;
+      return `${name} collides with ${target}: ${kept}; to give them to ${target}: ${mergeCommand(finding.username, finding.canonical)}`;
     case 'refused':
-      return `${name} is refused by the profile (${finding.reason}): ${kept}`;
+      return `${name} is refused by the profile (${finding.reason}): ${kept}; to give them to the right user: ${mergeCommand(finding.username, null)}`;
   }
 }

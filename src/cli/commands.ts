@@ -3,12 +3,12 @@
 import { readFileSync } from 'node:fs';
 import { Sessions, type SessionView, sharedSecret } from '../auth/sessions.ts';
 import { findingText, migrateUsernames } from '../auth/username-migration.ts';
-import { disableUser, enableUser, revokeSessions } from '../auth/users.ts';
+import { disableUser, enableUser, mergeUser, revokeSessions } from '../auth/users.ts';
 import { configReport } from '../config/report.ts';
 import { applyImport } from '../groups/import.ts';
 import { migrateStores } from '../store/open.ts';
 import type { Stores } from '../store/types.ts';
-import { type Command, CommandError, parseUsername, report } from './command.ts';
+import { type Command, CommandError, parseUsername, report, UsageError } from './command.ts';
 import { GROUP_COMMANDS } from './group-commands.ts';
 import { SYNC_COMMANDS } from './sync-commands.ts';
 import { storedUsernameReport, usernameWarnings } from './username-report.ts';
@@ -164,6 +164,34 @@ export const COMMANDS: readonly Command[] = [
     disableUser,
     (username, { revoked }) => `Disabled ${username}; ended ${revoked} sessions.`,
   ),
+  {
+    name: 'user merge',
+    usage: 'user merge FROM INTO',
+    summary:
+      "Merge user FROM (its name exactly as stored, e.g. a duplicate the username migration disabled) into INTO: memberships move, the higher status wins, FROM's sessions end and FROM is removed.",
+    positionals: 2,
+    async run(context, { positionals }) {
+      // FROM is taken as stored, not canonicalised: the rows a merge exists for are the ones whose
+      // names are not canonical (contract §3's migration disables them), which no canonical
+      // argument could name. INTO is canonicalised as every other USERNAME.
+      const from = positionals[0] ?? '';
+      if (from === '') throw new UsageError('FROM may not be blank');
+      const into = parseUsername(positionals[1], context.config);
+      if (from === into) throw new UsageError('FROM and INTO are the same user');
+      const merged = await mergeUser(await context.stores(), from, into);
+      if ('missing' in merged) throw new CommandError(`no user ${JSON.stringify(merged.missing)}`);
+      const { moved, raised, kept, revoked } = merged;
+      context.logger.info(
+        { audit: 'user merge', from, into, memberships: { moved, raised, kept }, sessionsEnded: revoked },
+        'user merged',
+      );
+      report(
+        context,
+        { from, into, moved, raised, kept, revoked },
+        `Merged ${JSON.stringify(from)} into ${into}: ${moved} memberships moved, ${raised} raised, ${kept} already as high; ended ${revoked} sessions; ${JSON.stringify(from)} removed.`,
+      );
+    },
+  },
   userCommand(
     'user enable',
     'Enable a user again (sessions ended by the disable stay ended).',

@@ -1,5 +1,6 @@
-// What `clubhouse config check` says of the stored usernames (contract §3, issue 22): every name
-// that is not canonical under USERNAME_CASE's profile, until an administrator resolves it.
+// What `clubhouse config check` says of the stored usernames (contract §3): every name that is not
+// canonical under USERNAME_CASE's profile, until an administrator resolves it (`clubhouse user
+// merge`, whose command each warning prints).
 import { findingText, storedCanonicalizer } from '../auth/username-migration.ts';
 import type { Config } from '../config/config.ts';
 import { openDatabase } from '../store/open.ts';

@@ -1,6 +1,7 @@
 // Settings (contract §6): parsed once, validated, frozen. Nothing else reads process.env.
 import type { ThrottleSettings } from '../auth/throttle.ts';
 import type { OidcSettings } from '../backends/oidc/settings.ts';
+import type { RemovalLimit } from '../groups/sync/removal-guard.ts';
 import type { EdgeOptions } from '../http/edge.ts';
 import type { StoreOptions } from '../store/options.ts';
 import { readAuthConfig } from './backends/auth-config.ts';
@@ -11,7 +12,7 @@ import {
   imapFromEnvironment,
   syncLimits,
 } from './backends/environment.ts';
-import type { GroupSyncConfig } from './backends/group-sync.ts';
+import { type GroupSyncConfig, parseRemovalLimit } from './backends/group-sync.ts';
 import type { ConfiguredImap } from './backends/imap.ts';
 import { type CleanedSettings, type Env, parseSettings, settingFiles } from './environment.ts';
 import { ConfigError } from './error.ts';
@@ -133,11 +134,25 @@ export function loadConfig(env: Env): Config {
     secretKey: s.SECRET_KEY ?? null,
     metricsPort: s.METRICS_PORT ?? null,
     shutdownGraceMs: s.SHUTDOWN_GRACE_MS,
-    groupSync: groupSync === null ? null : { ...groupSync, intervalMs: s.GROUP_SYNC_INTERVAL ?? null },
+    groupSync:
+      groupSync === null
+        ? null
+        : {
+            ...groupSync,
+            intervalMs: s.GROUP_SYNC_INTERVAL ?? null,
+            maxRemovals: removalLimitOf(s.GROUP_SYNC_MAX_REMOVALS),
+          },
     settings: s,
     settingFiles: settingFiles(env),
   };
   return deepFreeze(config);
+}
+
+/** GROUP_SYNC_MAX_REMOVALS as the sync takes it (the table's parser has accepted the text already). */
+function removalLimitOf(text: string): RemovalLimit {
+  const limit = parseRemovalLimit(text);
+  if (limit === null) throw new ConfigError('GROUP_SYNC_MAX_REMOVALS', `cannot read "${text}"`);
+  return limit;
 }
 
 function deepFreeze<T extends object>(value: T): T {

@@ -1,6 +1,7 @@
 // `clubhouse config check`: the effective settings with secrets masked, and what looks risky.
 
 import type { OidcSettings } from '../backends/oidc/settings.ts';
+import { removalLimitText } from '../groups/sync/removal-guard.ts';
 import { storeTls } from '../store/options.ts';
 import type { ConfiguredBackend } from './backends/chain.ts';
 import type { Config } from './config.ts';
@@ -39,6 +40,7 @@ function presentGroupSync(config: Config): Record<string, unknown> | null {
     userBaseDn: ldap.baseDn,
     ...groups,
     interval: sync.intervalMs === null ? '(off)' : `${sync.intervalMs / 1000} s`,
+    maxRemovals: removalLimitText(sync.maxRemovals),
   };
 }
 
@@ -57,7 +59,7 @@ export function configReport(config: Config): {
       presentSetting(name, config.settings[name]) +
       (file === undefined ? '' : ` (from ${name}_FILE ${file})`);
   }
-  // issue 17: not settings but what they amount to, so an operator sees an unverified store.
+  // Not settings but what they amount to, so that an operator sees a store reached without verified TLS.
   const tls = storeTls(config.store);
   settings['(database TLS)'] = tls.database;
   settings['(sessions TLS)'] = tls.sessions;

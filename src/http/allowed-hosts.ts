@@ -1,4 +1,4 @@
-// ALLOWED_HOSTS (contract §7, issue 12): against DNS rebinding, a request whose Host header is not
+// ALLOWED_HOSTS (contract §7): against DNS rebinding, a request whose Host header is not
 // listed is refused before anything else. Django's semantics (django.http.request.validate_host):
 // the port is stripped, the comparison is case-insensitive, a trailing dot is ignored, `.example.org`
 // matches the domain and its subdomains, `*` matches everything, IPv6 literals are in brackets.
@@ -32,8 +32,29 @@ export function hostAllowed(allowedHosts: readonly string[] | null): (host: stri
   };
 }
 
+/** RFC 9112 §3.2.2 (absolute-form): a scheme, `//`, the authority, then the path and query. */
+const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)(.*)$/is;
+
 /**
- * RFC 9112 §3.2: a request with more than one Host line gets 400 (issue 22, defect 10). Node keeps
+ * The host a request is judged by. RFC 9112 §3.2.2: when the request-target is in absolute form
+ * (`GET http://club.example.org/api/auth/check HTTP/1.1`), its authority is the host asked and the
+ * Host header must be ignored; node and Fastify route such a request by its path and still report
+ * the Host header, so a rebound page could name an allowed Host beside another authority. The
+ * authority keeps any userinfo, which no list allows (`user@host` is malformed to hostAllowed).
+ */
+export function requestHost(target: string, host: string | undefined): string | undefined {
+  const absolute = ABSOLUTE_FORM.exec(target);
+  return absolute === null ? host : absolute[1];
+}
+
+/** The path and query of a request-target in origin or absolute form. */
+export function targetPath(target: string): string {
+  const absolute = ABSOLUTE_FORM.exec(target);
+  return absolute === null ? target : absolute[2] || '/';
+}
+
+/**
+ * RFC 9112 §3.2: a request with more than one Host line gets 400. Node keeps
  * the first and drops the rest, so a proxy that routed by the second and this service would disagree
  * on which site was asked; only the raw header list shows them. Node itself answers 400 to an
  * HTTP/1.1 request without Host (`requireHostHeader`).
@@ -53,6 +74,6 @@ export function hasOneHost(rawHeaders: readonly string[]): boolean {
  * page gains nothing from them. /metrics, the web client and /api are checked.
  */
 export function isProbePath(url: string): boolean {
-  const path = url.split('?', 1)[0];
+  const path = targetPath(url).split('?', 1)[0];
   return path === '/healthz' || path === '/readyz';
 }

@@ -14,7 +14,7 @@ import Fastify, {
 import type { Logger } from 'pino';
 import type { RequestMetrics } from '../metrics/requests.ts';
 import { logArrival, logCompletion } from './access-log.ts';
-import { hasOneHost, hostAllowed, isProbePath } from './allowed-hosts.ts';
+import { hasOneHost, hostAllowed, isProbePath, requestHost, targetPath } from './allowed-hosts.ts';
 import { API_ERRORS, ApiError } from './api-errors.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { BODY_LIMIT_BYTES, installContentTypes } from './content-types.ts';
@@ -70,11 +70,11 @@ function trustHops(hops: number): (address: string, hop: number) => boolean {
  */
 function edgeEntry(allowed: (host: string | undefined) => boolean, trusted: ReadonlySet<string>) {
   return (request: FastifyRequest, reply: FastifyReply): ApiError | null => {
-    reply.headers(
-      responseHeaders({ url: request.url, requestId: request.id, origin: request.headers.origin }, trusted),
-    );
+    // An absolute-form target (RFC 9112 §3.2.2) is routed by its path: its headers are that path's.
+    const url = targetPath(request.url);
+    reply.headers(responseHeaders({ url, requestId: request.id, origin: request.headers.origin }, trusted));
     if (!hasOneHost(request.raw.rawHeaders)) return new ApiError(API_ERRORS.INVALID_HOST);
-    if (allowed(request.headers.host) || isProbePath(request.url)) return null;
+    if (allowed(requestHost(request.url, request.headers.host)) || isProbePath(url)) return null;
     return new ApiError(API_ERRORS.INVALID_HOST);
   };
 }

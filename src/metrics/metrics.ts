@@ -43,7 +43,7 @@ const SESSIONS_GAUGE_TTL_MS = 15_000;
 /**
  * prom-client's default metrics (process, heap, event loop, handles, version) but one: the
  * nodejs_gc_duration_seconds histogram's PerformanceObserver is called back after every collection,
- * which under load is every few hundred requests (issue 14). Measured with it and without it (check
+ * which under load is every few hundred requests. Measured with it and without it (check
  * on the 1M-session database, 8 alternating rounds of 3 s): 32.2 against 28.6 µs of CPU per request
  * (no cookie 21.8 against 20.8) and 9–16 MiB more peak RSS. Pauses still show in the event-loop lag
  * metrics. collectDefaultMetrics cannot leave one out, so each of its metricsList is registered by

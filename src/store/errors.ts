@@ -37,7 +37,7 @@ export const CONFLICT = {
   nameTaken: (name: string) => `"${name}" is already the name of another group`,
   noSuchGroup: (id: number) => `no group with id ${id}`,
   idTaken: (id: number) => `group ${id} exists already (use group update)`,
-  noFreeId: (max: number) => `the largest group id (${max}) is in use: give a free one with --id`,
+  noFreeId: (max: number) => `every group id from 1 to ${max} is in use`,
 } as const;
 
 /** One conflict at `path`, ready to throw. */

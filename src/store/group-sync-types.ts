@@ -1,6 +1,6 @@
 // The group sync's seam (contract §11): what the store hands the planner, what the planner asks it
 // to write, and the lease that keeps the sync to one instance at a time. The store writes a plan in
-// one transaction and never decides one: the rules are groups/sync.ts's.
+// one transaction and never decides one: the rules are groups/sync/plan.ts's.
 import type { Group, Membership } from './group-types.ts';
 
 /** A group that came from the directory: its clubhouse row and its directory identity. */
@@ -18,8 +18,8 @@ export interface GroupSyncState {
   readonly memberships: readonly Membership[];
   /** Of the usernames the directory names, those that exist. */
   readonly users: ReadonlySet<string>;
-  /** The largest group id in use (0: none); new groups take the ids after it. */
-  readonly maxId: number;
+  /** Every group id in use, ascending: new groups take free ones (store/group-ids.ts). */
+  readonly ids: readonly number[];
 }
 
 /** The rows a plan writes; a plan with nothing in it writes nothing (no statement at all). */

@@ -63,7 +63,7 @@ export interface SessionStore {
  * memory, synchronously, with the same exactness; undefined when the store itself must be asked.
  */
 export interface SessionCache {
-  /** `key` is the hex of the id's hash (sessionKey): the hot path makes no Buffer (issue 14). */
+  /** `key` is the hex of the id's hash (sessionKey): the hot path makes no Buffer (its CPU counts). */
   peek(key: string, now: number): SessionRecord | null | undefined;
 }
 
@@ -165,7 +165,7 @@ export interface UserStore {
 }
 
 /**
- * How a store is reached (issue 17): TLS with the server's certificate and name checked, TLS without
+ * How a store is reached: TLS with the server's certificate and name checked, TLS without
  * checks (sslmode=require, asked for by name), no TLS, or a local file (SQLite).
  */
 export type TlsState = 'verified' | 'not verified' | 'off' | 'local';
@@ -199,6 +199,22 @@ export interface UsernameMaintenance {
   canonicalize(profile: string, canonical: Canonicalizer): Promise<UsernameFinding[] | null>;
   /** The stored names that are not canonical under `canonical`, as they stand now (config check). */
   nonCanonical(canonical: Canonicalizer): Promise<UsernameFinding[]>;
+  /**
+   * One transaction: moves every membership of `from` (a name exactly as stored) to `into`, the
+   * higher status winning where both have one, ends `from`'s sessions in this database and deletes
+   * its row. `missing` names the user that does not exist (then nothing changed).
+   */
+  merge(from: string, into: string): Promise<UserMerge | { readonly missing: string }>;
+}
+
+/** What a merge did with the memberships of the user merged away. */
+export interface UserMerge {
+  /** Memberships the other user did not have, moved to it. */
+  readonly moved: number;
+  /** Memberships both had, where the merged user's higher status won. */
+  readonly raised: number;
+  /** Memberships both had, where the other user's status was already as high. */
+  readonly kept: number;
 }
 
 /** The in-memory answers a reader uses: the sessions' (SessionCache), the groups' (GroupCache). */
@@ -222,7 +238,7 @@ export interface Stores {
    */
   readonly atOnce?: <T>(work: () => T, reads?: readonly CachedRead[]) => T;
   /**
-   * Present when the in-memory answers need a look at the store itself (PostgreSQL, Redis: issue 24):
+   * Present when the in-memory answers need a look at the store itself (PostgreSQL, Redis):
    * resolves once a look at the caches `reads` names, begun after the call, has been applied
    * (shared-look.ts); only then are atOnce's answers from those caches (and only those: atOnce is
    * given the same `reads`) exact for a request that arrived before the call. Rejects when it failed.

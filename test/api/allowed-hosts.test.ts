@@ -1,4 +1,4 @@
-// Issue 12 / contract §7: ALLOWED_HOSTS against DNS rebinding. Django's semantics for the match; a
+// Contract §7: ALLOWED_HOSTS against DNS rebinding. Django's semantics for the match; a
 // refused Host gets 400 {"detail": "Invalid Host header."} with the §1 headers before anything else,
 // on the Fastify routes and on the raw check path alike; the health probes are served to any Host.
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { runCli } from '../../src/cli/main.ts';
 import { ConfigError, loadConfig } from '../../src/config/config.ts';
-import { hostAllowed } from '../../src/http/allowed-hosts.ts';
+import { hostAllowed, requestHost, targetPath } from '../../src/http/allowed-hosts.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
 
 const INVALID_HOST = { detail: 'Invalid Host header.' };
@@ -231,7 +231,7 @@ async function rawExchange(port: number, head: string): Promise<string> {
   return text;
 }
 
-// Issue 22, defect 10: node serves the first of two Host lines; a proxy that routed by the second
+// Node serves the first of two Host lines; a proxy that routed by the second
 // and this service would disagree on the site asked. RFC 9112 §3.2: 400.
 describe('a request with more than one Host line', () => {
   let t: TestApp;
@@ -260,5 +260,79 @@ describe('a request with more than one Host line', () => {
       'GET /api/auth/check HTTP/1.1\r\nHost: club.example.org\r\nConnection: close\r\n',
     );
     assert.match(text, /^HTTP\/1\.1 403 /);
+  });
+});
+
+// RFC 9112 §3.2.2: a request-target in absolute form names the host asked; the Host header is then
+// ignored. Node and Fastify route `GET http://evil.example/api/auth/check` by its path and report
+// the Host header, so without this rule a listed Host beside another authority was served. Over a
+// real socket: the raw read path leaves absolute-form targets to Fastify, whose entry judges them.
+describe('a request-target in absolute form is judged by its authority', () => {
+  let t: TestApp;
+  let port: number;
+  let cookie: string;
+  before(async () => {
+    t = await startTestApp({
+      authenticator: fakeAuthenticator({ alice: 'pw' }),
+      env: { ALLOWED_HOSTS: 'club.example.org,.example.net' },
+    });
+    port = Number(new URL(await t.fastify.listen({ port: 0, host: '127.0.0.1' })).port);
+    cookie = (await loginAs(t.fastify, 'alice', 'pw', { host: 'club.example.org' })).cookie;
+  });
+  after(() => t.close());
+
+  const exchange = (method: string, target: string, host: string) =>
+    rawExchange(
+      port,
+      `${method} ${target} HTTP/1.1\r\nHost: ${host}\r\nCookie: ${cookie}\r\nConnection: close\r\n`,
+    );
+
+  test('the authority and the path are read from the target', () => {
+    assert.equal(requestHost('http://evil.example/api/auth/check', 'club.example.org'), 'evil.example');
+    assert.equal(requestHost('HTTPS://Club.Example.org:8443/x?y', 'evil.example'), 'Club.Example.org:8443');
+    assert.equal(requestHost('http://user@club.example.org/', 'club.example.org'), 'user@club.example.org');
+    assert.equal(requestHost('/api/auth/check', 'club.example.org'), 'club.example.org');
+    assert.equal(targetPath('http://evil.example/api/group/?x=1'), '/api/group/?x=1');
+    assert.equal(targetPath('http://evil.example'), '/');
+    assert.equal(targetPath('/healthz'), '/healthz');
+  });
+
+  test('an authority ALLOWED_HOSTS does not list gets 400, whatever the Host header says', async () => {
+    for (const [method, target] of [
+      ['GET', 'http://evil.example/api/auth/check'],
+      ['GET', 'http://evil.example/api/group/'],
+      ['GET', 'http://evil.example/api/group/1'],
+      ['HEAD', 'http://evil.example/api/auth/check'],
+      ['POST', 'http://evil.example/api/auth/logout'],
+      ['GET', 'http://evil.example/'],
+      ['GET', 'http://user@club.example.org/api/auth/check'],
+      ['GET', 'http:///api/auth/check'],
+    ] as const) {
+      const text = await exchange(method, target, 'club.example.org');
+      assert.match(text, /^HTTP\/1\.1 400 /, `${method} ${target}`);
+      if (method !== 'HEAD')
+        assert.ok(text.endsWith(JSON.stringify(INVALID_HOST)), `${method} ${target}: ${text}`);
+      assert.match(text, /x-frame-options: SAMEORIGIN/i);
+      if (target.includes('/api/')) assert.match(text, /cache-control: no-store/i, target);
+    }
+  });
+
+  test('a listed authority is served, whatever the Host header says, as the same path in origin form', async () => {
+    for (const target of [
+      'http://club.example.org/api/auth/check',
+      'http://www.example.net:8443/api/auth/check',
+    ]) {
+      const text = await exchange('GET', target, 'evil.example');
+      assert.match(text, /^HTTP\/1\.1 200 /, target);
+      assert.ok(text.endsWith('"alice"'), text);
+    }
+    const origin = await exchange('GET', '/api/auth/check', 'club.example.org');
+    assert.match(origin, /^HTTP\/1\.1 200 /);
+    assert.ok(origin.endsWith('"alice"'));
+  });
+
+  test('the health probes answer whatever the authority', async () => {
+    const text = await exchange('GET', 'http://10.1.2.3:8000/healthz', 'evil.example');
+    assert.match(text, /^HTTP\/1\.1 200 /);
   });
 });

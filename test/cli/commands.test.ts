@@ -19,7 +19,7 @@ import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from '../helpe
 const SQLITE_VERSIONS = SQLITE_MIGRATIONS.map((migration) => migration.version).join(', ');
 const BIN = fileURLToPath(new URL('../../bin/clubhouse.js', import.meta.url));
 
-// Every command of contract §6, and `config check` (issue 5).
+// Every command of contract §6, and `config check`.
 const COMMAND_NAMES = [
   'config check',
   'migrate',
@@ -34,10 +34,11 @@ const COMMAND_NAMES = [
   'user list',
   'user disable',
   'user enable',
+  'user merge',
   'sessions purge-expired',
   'sessions list',
   'sessions revoke',
-  // contract §11 (issue 26).
+  // contract §11.
   'sync groups',
 ];
 
@@ -189,7 +190,7 @@ describe('clubhouse in-process (runCli)', () => {
     assert.match(badSetting.err[0] ?? '', /^clubhouse: invalid setting DATABASE_URL: /);
   });
 
-  // contract §3, one person one identity (issue 22): a USERNAME argument is canonical or refused.
+  // contract §3, one person one identity: a USERNAME argument is canonical or refused.
   test('USERNAME arguments are canonicalised by the PRECIS profile, or refused with the reason', async () => {
     const env = freshEnv();
     assert.equal((await cli(env, 'group', 'add', '--name', 'Chess Club')).code, 0);
@@ -276,8 +277,8 @@ describe('clubhouse in-process (runCli)', () => {
     ]);
   });
 
-  // Issue 13: `group add` read the largest id (or checked --id was free), then upserted by id, so
-  // two admins adding at once overwrote each other's group. Two in-process runs interleave at every
+  // `group add` once read the largest id (or checked --id was free), then upserted by id, so two
+  // admins adding at once overwrote each other's group. Two in-process runs interleave at every
   // await, which puts the second admin's read between the first one's read and write.
   test('two admins adding groups at once never overwrite each other', async () => {
     const env = freshEnv();

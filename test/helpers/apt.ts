@@ -7,9 +7,40 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-// Test files run in parallel processes; dpkg takes its own lock and fails
-// rather than waits, so all our apt runs queue behind this file via flock(1).
+// Test files run in parallel processes: all our apt runs queue behind this file via flock(1), so
+// two of ours never meet at the package manager's locks.
 const LOCK_FILE = '/tmp/clubhouse-apt.lock';
+
+/**
+ * How long an install waits for the package manager's locks when something else holds them (an
+ * `apt-get` of the machine's own, unattended-upgrades, another checkout's test run).
+ */
+const APT_LOCK_WAIT_SECONDS = 600;
+
+/**
+ * The apt-get runs, in sh, waiting for locks instead of failing. `DPkg::Lock::Timeout` makes apt wait
+ * for dpkg's locks (apt ≥ 1.9.11); apt-get update's lock on the lists directory, and the archives
+ * lock of an install, cannot be waited for that way (apt-get exits 100 at once, "Could not get
+ * lock"), so a run that fails on a lock alone is tried again each second until the same deadline.
+ * Any other failure fails at once, with apt's own message.
+ */
+const INSTALL_SCRIPT = `
+deadline=$(( $(date +%s) + ${APT_LOCK_WAIT_SECONDS} ))
+apt() {
+  while :; do
+    if out=$(apt-get -o DPkg::Lock::Timeout=${APT_LOCK_WAIT_SECONDS} "$@" 2>&1); then return 0; fi
+    case "$out" in
+      *"Could not get lock"*|*"Unable to lock"*|*"Unable to acquire the dpkg frontend lock"*)
+        [ "$(date +%s)" -lt "$deadline" ] && { sleep 1; continue; } ;;
+    esac
+    printf '%s\n' "$out" >&2
+    return 1
+  done
+}
+for f in $1; do [ -e "$f" ] && exit 0; done
+[ "$3" = update ] && apt update
+apt install -y --no-install-recommends "$2"
+`;
 
 let updated = false;
 
@@ -19,21 +50,29 @@ let updated = false;
  */
 export async function ensureDebianPackage(binaryPath: string, packageName: string): Promise<void> {
   if (pathExists(binaryPath)) return;
-  // The check is repeated under the lock: another test process may have
-  // installed the package while we waited for it.
-  const script = [
-    'for f in $1; do [ -e "$f" ] && exit 0; done',
-    updated ? ':' : 'apt-get update',
-    'apt-get install -y --no-install-recommends "$2"',
-  ].join('\n');
-  await run('flock', [LOCK_FILE, 'sh', '-ec', script, 'sh', binaryPath, packageName], {
-    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  await installDebianPackage(binaryPath, packageName, { update: !updated });
   updated = true;
   if (!pathExists(binaryPath)) {
     throw new Error(`installed ${packageName} but ${binaryPath} is still missing`);
   }
+}
+
+/**
+ * The install itself, under our lock: the check is repeated there (another test process may have
+ * installed the package while we waited), then `apt-get update` (when asked) and `apt-get install`,
+ * each waiting for the package manager's locks. `env` is added to the environment (a test points
+ * APT_CONFIG at a private apt tree).
+ */
+export async function installDebianPackage(
+  binaryPath: string,
+  packageName: string,
+  options: { readonly update: boolean; readonly env?: Readonly<Record<string, string>> },
+): Promise<void> {
+  const args = [binaryPath, packageName, options.update ? 'update' : 'no-update'];
+  await run('flock', [LOCK_FILE, 'sh', '-ec', INSTALL_SCRIPT, 'sh', ...args], {
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive', ...options.env },
+    maxBuffer: 64 * 1024 * 1024,
+  });
 }
 
 /** True if some path matches `pattern`, where `*` matches within one path segment. */

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { type SearchEntry as LdaptsEntry, MessageParser } from 'ldapts';
 import { readEnvelope } from '../../src/backends/ldap/ber.ts';
-import { readPagedCookie, readSearchEntry } from '../../src/backends/ldap/search-ber.ts';
+import { readPagedCookie, readSearchEntry } from '../../src/backends/ldap/groups/search-ber.ts';
 import { ldapMessage, OP, searchResultDone, tlv } from '../helpers/ldap-ber.ts';
 
 const octets = (value: string | Buffer) => tlv(0x04, typeof value === 'string' ? Buffer.from(value) : value);

@@ -168,7 +168,7 @@ describe('clubhouse config check', () => {
 
   test('prints the effective settings with secrets masked', async () => {
     const { code, out } = await run({
-      // Verified TLS to both stores: plaintext to a remote host would be a warning (issue 17).
+      // Verified TLS to both stores: plaintext to a remote host would be a warning.
       DATABASE_URL:
         'postgres://clubhouse:hunter2@db.internal/clubhouse?sslmode=verify-full&sslrootcert=system',
       SESSION_STORE: 'rediss://:redispass@cache.internal:6379',
@@ -214,7 +214,7 @@ describe('clubhouse config check', () => {
   });
 });
 
-// Issue 13: one table (src/config/settings.ts) is the parser's, the report's and docs/configuration.md's source.
+// One table (src/config/settings.ts) is the parser's, the report's and docs/configuration.md's source.
 describe('the settings table', () => {
   // A non-default valid value for every setting; a new setting must be added here too.
   const OTHER_VALUES: Record<SettingName, string> = {
@@ -261,6 +261,7 @@ describe('the settings table', () => {
     LDAP_GROUP_SHORT_DESCRIPTION_ATTRIBUTE: 'displayName',
     LDAP_GROUP_ACTIVITIES_ATTRIBUTE: 'info',
     GROUP_SYNC_INTERVAL: '15m',
+    GROUP_SYNC_MAX_REMOVALS: '25',
     GROUP_SYNC_TIMEOUT_MS: '60000',
     GROUP_SYNC_PAGE_SIZE: '100',
     COOKIE_SECURE: 'true',
@@ -322,6 +323,7 @@ describe('the settings table', () => {
     LDAP_GROUP_SHORT_DESCRIPTION_ATTRIBUTE: groups,
     LDAP_GROUP_ACTIVITIES_ATTRIBUTE: groups,
     GROUP_SYNC_INTERVAL: groups,
+    GROUP_SYNC_MAX_REMOVALS: groups,
     GROUP_SYNC_TIMEOUT_MS: groups,
     GROUP_SYNC_PAGE_SIZE: groups,
   };

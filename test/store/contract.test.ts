@@ -692,7 +692,7 @@ describeEachStore('store contract', (store) => {
       );
     });
 
-    test('addGroup inserts and never overwrites: the next id, or a conflict naming the id or the name', async () => {
+    test('addGroup inserts and never overwrites: a free id (contract §11), or a conflict naming the id or the name', async () => {
       const conflictOf = (path: string, reason: string) => (err: unknown) => {
         assert.ok(err instanceof ImportConflictError, String(err));
         assert.deepEqual(err.problems, [{ path, reason }]);
@@ -718,14 +718,16 @@ describeEachStore('store contract', (store) => {
         conflictOf('name', '"Seven" is already the name of another group'),
       );
       await stores.groups.addGroup(group(MAX_GROUP_ID, 'Last'));
-      await assert.rejects(
-        stores.groups.addGroup({ ...fields, name: 'Beyond', id: null }),
-        conflictOf('id', `the largest group id (${MAX_GROUP_ID}) is in use: give a free one with --id`),
-      );
+      // contract §11: with the top of the range taken, the lowest unused id anywhere.
+      const beyond = await stores.groups.addGroup({ ...fields, name: 'Beyond', id: null });
+      assert.equal(beyond.id, 2);
+      assert.equal((await stores.groups.addGroup({ ...fields, name: 'Next', id: null })).id, 3);
       assert.deepEqual(
         (await stores.groups.list()).map((g) => [g.id, g.name]),
         [
           [1, 'Chess'],
+          [2, 'Beyond'],
+          [3, 'Next'],
           [7, 'Seven'],
           ...added.map((g) => [g.id, g.name]).sort((a, b) => Number(a[0]) - Number(b[0])),
           [MAX_GROUP_ID, 'Last'],

@@ -1,4 +1,4 @@
-// Contract §11, the group sync's shortcut (groups/sync-shortcut.ts, store/sql/group-sync-mark.ts): a
+// Contract §11, the group sync's shortcut (groups/sync/shortcut.ts, store/sql/group-sync-mark.ts): a
 // run that finds the directory as the last writing run left it, on a store nothing has written
 // since, replays that run's outcome instead of reading every synced group and membership. Only
 // where the store can say "nothing written since" (SQLite's group generation; PostgreSQL has none

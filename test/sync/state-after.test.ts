@@ -32,7 +32,7 @@ function comparable(state: GroupSyncState) {
     localNames: [...state.localNames].sort(),
     memberships: [...state.memberships].map((m) => `${m.group} ${m.username} ${m.status}`).sort(),
     users: [...state.users].sort(),
-    maxId: state.maxId,
+    ids: [...state.ids],
   };
 }
 

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import type { BackendKind } from '../../backends/authenticator.ts';
-import type { GroupDirectorySettings } from '../../backends/ldap/groups-reader.ts';
+import type { GroupDirectorySettings } from '../../backends/ldap/groups/reader.ts';
 import type { OidcSettings } from '../../backends/oidc/settings.ts';
 import { ConfigError, type Refuse } from '../error.ts';
 import type { ConfiguredBackend } from './chain.ts';

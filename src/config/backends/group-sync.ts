@@ -3,10 +3,11 @@
 // syncs), and the rules they obey whether they come from the environment (over the LDAP_* directory
 // and service account, environment.ts) or from AUTH_CONFIG (a `groups` object in one `ldap` entry,
 // over that entry's directory and account, auth-config.ts). The result is the group reader's own
-// option type (backends/ldap/groups-reader.ts).
+// option type (backends/ldap/groups/reader.ts).
 import { EnvError, makeValidator } from 'envalid';
-import type { GroupDirectorySettings } from '../../backends/ldap/groups-reader.ts';
+import type { GroupDirectorySettings } from '../../backends/ldap/groups/reader.ts';
 import type { LdapSettings } from '../../backends/ldap/settings.ts';
+import type { RemovalLimit } from '../../groups/sync/removal-guard.ts';
 import type { Refuse } from '../error.ts';
 import { integer, row, text } from '../settings-parsers.ts';
 
@@ -32,6 +33,21 @@ const interval = makeValidator<number>((raw) => {
   if (!(ms >= 60_000 && ms <= 86_400_000))
     throw new EnvError(`expected a duration from 1m to 24h such as 15m, 1h or 90s got "${raw}"`);
   return ms;
+});
+
+/** GROUP_SYNC_MAX_REMOVALS's value: `25` (groups) or `10%` (of the synced groups); null when neither. */
+export function parseRemovalLimit(raw: string): RemovalLimit | null {
+  const match = /^([0-9]{1,9})(%?)$/.exec(raw.trim());
+  if (match === null) return null;
+  const value = Number(match[1]);
+  if (match[2] === '') return { groups: value };
+  return value <= 100 ? { percent: value } : null;
+}
+
+const removalLimit = makeValidator<string>((raw) => {
+  if (parseRemovalLimit(raw) === null)
+    throw new EnvError(`expected a number of groups such as 25, or a share from 0% to 100%, got "${raw}"`);
+  return raw.trim();
 });
 
 const DEFAULT_GROUP_FILTER =
@@ -83,6 +99,12 @@ export const GROUP_SYNC_SETTINGS = {
     }),
     { unset: '(off)' },
   ),
+  GROUP_SYNC_MAX_REMOVALS: row(
+    removalLimit({
+      default: '10%',
+      desc: 'the most synced groups one run may remove: a number (`25`) or a share of the synced groups, rounded up (`10%`); a run that would remove more writes nothing and fails (the service logs it and sets `clubhouse_group_sync_removals_held`) until `clubhouse sync groups --allow-removals`',
+    }),
+  ),
   GROUP_SYNC_TIMEOUT_MS: row(
     integer(
       1000,
@@ -120,6 +142,8 @@ export interface GroupSyncConfig {
   readonly directory: GroupDirectorySettings;
   /** GROUP_SYNC_INTERVAL in ms; null: only `clubhouse sync groups` runs it. */
   readonly intervalMs: number | null;
+  /** GROUP_SYNC_MAX_REMOVALS: the most synced groups one run may remove. */
+  readonly maxRemovals: RemovalLimit;
 }
 
 /** Defaults, and the rule a schema cannot say: the sync reads as the service account (contract §11). */

@@ -50,9 +50,10 @@ export function* markedPlan(dialect: Dialect, digest: string): Steps<string | nu
 /**
  * What the store holds once `writes` are written onto `state` (sql/group-sync.ts's writePlan):
  * removed groups gone with their memberships, changed ones with their new fields, new ones added
- * (in id order, as read); memberships removed, changed, added (an added pair that exists takes the
- * new status); created users known. Local groups are never written. test/sync/state-after.test.ts
- * checks it against what the store reads back after writing, on every store.
+ * (in id order, as read, and so are the ids in use); memberships removed, changed, added (an added
+ * pair that exists takes the new status); created users known. Local groups are never written.
+ * test/sync/state-after.test.ts checks it against what the store reads back after writing, on
+ * every store.
  */
 export function stateAfter(state: GroupSyncState, writes: GroupSyncWrites): GroupSyncState {
   const removed = new Set(writes.removeGroups);
@@ -72,7 +73,9 @@ export function stateAfter(state: GroupSyncState, writes: GroupSyncWrites): Grou
     localNames: state.localNames,
     memberships: [...memberships.values()],
     users: new Set([...state.users, ...writes.createUsers]),
-    maxId: writes.addGroups.reduce((max, group) => Math.max(max, group.id), state.maxId),
+    ids: [...state.ids.filter((id) => !removed.has(id)), ...writes.addGroups.map((group) => group.id)].sort(
+      (a, b) => a - b,
+    ),
   };
 }
 

@@ -1,5 +1,5 @@
 // The group sync's transaction (contract §11) and its lease, on either SQL engine. One transaction
-// reads the state, hands it to the planner (groups/sync.ts, pure and synchronous) and writes what it
+// reads the state, hands it to the planner (groups/sync/plan.ts, pure and synchronous) and writes what it
 // answers with set-based statements, as the import does (import-data.ts): a sync of 100 000
 // memberships costs a handful of statements. Only rows that change are written: a plan that changes
 // nothing issues no write at all, so no trigger fires and SQLite's group generation does not move.
@@ -24,7 +24,7 @@ const GROUP: readonly Column[] = [
 const ID: readonly Column[] = [['id', 'integer']];
 const USERNAME: readonly Column[] = [['username', 'text']];
 
-/** Reads what the planner needs: every group, the synced groups' memberships, the known usernames. */
+/** Reads what the planner needs: every group (ids ascending), the synced groups' memberships, the known usernames. */
 function* readState(dialect: Dialect, usernames: readonly string[]): Steps<GroupSyncState> {
   const { rows: groupRows } = yield {
     sql: `SELECT ${GROUP_COLUMNS}, g.external_id FROM groups g ORDER BY g.id`,
@@ -32,10 +32,10 @@ function* readState(dialect: Dialect, usernames: readonly string[]): Steps<Group
   };
   const synced = [];
   const localNames = new Set<string>();
-  let maxId = 0;
+  const ids: number[] = [];
   for (const row of groupRows) {
     const group = toGroup(row);
-    maxId = Math.max(maxId, group.id);
+    ids.push(group.id);
     const externalId = row['external_id'];
     if (externalId === null) localNames.add(group.name);
     else synced.push({ ...group, externalId: String(externalId) });
@@ -56,7 +56,7 @@ function* readState(dialect: Dialect, usernames: readonly string[]): Steps<Group
     };
     for (const row of rows) users.add(String(row['username']));
   }
-  return { synced, localNames, memberships: membershipRows.map(toMembership), users, maxId };
+  return { synced, localNames, memberships: membershipRows.map(toMembership), users, ids };
 }
 
 const groupRow = (g: GroupSyncWrites['addGroups'][number]) => [

@@ -1,6 +1,7 @@
 // The GroupStore of contract §3/§4 on either SQL engine: the two reads of the request path, the
 // admin's writes (clubhouse group …, member …) and the export. The import is import-data.ts.
 import { CONFLICT, conflict } from '../errors.ts';
+import { freeGroupIds } from '../group-ids.ts';
 import type { Group, GroupStore, ImportData, Membership, NewGroup } from '../group-types.ts';
 import { MAX_GROUP_ID } from '../limits.ts';
 import { change, type Dialect, type SqlDriver, type Steps, select } from './driver.ts';
@@ -39,9 +40,14 @@ function* addGroup(dialect: Dialect, group: NewGroup): Steps<Group> {
   if (dialect.lockGroups !== null) yield { sql: dialect.lockGroups, params: [] };
   let id = group.id;
   if (id === null) {
-    const { rows } = yield { sql: 'SELECT max(id) AS id FROM groups', params: [] };
-    id = Number(rows[0]?.['id'] ?? 0) + 1;
-    if (id > MAX_GROUP_ID) throw conflict('id', CONFLICT.noFreeId(MAX_GROUP_ID));
+    // contract §11: the one rule for a new group's id (group-ids.ts), over every id in use.
+    const { rows } = yield { sql: 'SELECT id FROM groups ORDER BY id', params: [] };
+    const free = freeGroupIds(
+      rows.map((row) => Number(row['id'])),
+      1,
+    );
+    if (free === null) throw conflict('id', CONFLICT.noFreeId(MAX_GROUP_ID));
+    id = free[0]!;
   }
   const added = { ...group, id };
   const { changes } = yield { sql: `${INSERT_GROUP} ON CONFLICT DO NOTHING`, params: groupParams(added) };

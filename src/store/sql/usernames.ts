@@ -2,7 +2,7 @@
 // 22): the data step of the migration, on either SQL engine. The profile itself is the caller's
 // (a plain function: the store does not know PRECIS); the store records which profile, at which
 // Unicode version, its names were last brought to, so the step runs again when either changes.
-import type { Canonicalizer, UsernameFinding, UsernameMaintenance } from '../types.ts';
+import type { Canonicalizer, UserMerge, UsernameFinding, UsernameMaintenance } from '../types.ts';
 import { type SqlDriver, type Steps, select } from './driver.ts';
 
 const PROFILE_KEY = 'username_profile';
@@ -107,6 +107,42 @@ function* canonicalize(
   return findings;
 }
 
+/** Statuses rank pending (0) < member (1) < administrator (2): a merge keeps the higher of two. */
+function* merge(
+  lockUsers: string | null,
+  from: string,
+  into: string,
+): Steps<UserMerge | { missing: string }> {
+  // Another merge or the migration waits: both users stay as read until this commits.
+  if (lockUsers !== null) yield { sql: lockUsers, params: [] };
+  const { rows } = yield {
+    sql: 'SELECT username FROM users WHERE username IN ($1, $2)',
+    params: [from, into],
+  };
+  const found = new Set(rows.map((row) => String(row['username'])));
+  for (const name of [from, into]) if (!found.has(name)) return { missing: name };
+  const { rows: counted } = yield {
+    sql: 'SELECT count(*) AS n FROM memberships WHERE username = $1',
+    params: [from],
+  };
+  const total = Number(counted[0]?.['n'] ?? 0);
+  const { changes: raised } = yield {
+    sql: `UPDATE memberships AS m SET status = f.status FROM memberships AS f
+      WHERE m.username = $2 AND f.username = $1 AND f.group_id = m.group_id AND f.status > m.status`,
+    params: [from, into],
+  };
+  const { changes: moved } = yield {
+    sql: `INSERT INTO memberships (username, group_id, status) SELECT $2, group_id, status FROM memberships
+      WHERE username = $1 ON CONFLICT (username, group_id) DO NOTHING`,
+    params: [from, into],
+  };
+  yield { sql: 'DELETE FROM memberships WHERE username = $1', params: [from] };
+  yield* disable(from);
+  yield { sql: 'DELETE FROM known_clients WHERE username = $1', params: [from] };
+  yield { sql: 'DELETE FROM users WHERE username = $1', params: [from] };
+  return { moved, raised, kept: total - moved - raised };
+}
+
 /** The UsernameMaintenance of a SQL database. */
 export function sqlUsernameMaintenance({ run, dialect }: SqlDriver): UsernameMaintenance {
   return {
@@ -118,5 +154,6 @@ export function sqlUsernameMaintenance({ run, dialect }: SqlDriver): UsernameMai
     },
     canonicalize: (profile, canonical) => run(canonicalize(dialect.lockUsers, profile, canonical), 'bulk'),
     nonCanonical: async (canonical) => plan(await run(storedUsers(), 'snapshot'), canonical),
+    merge: (from, into) => run(merge(dialect.lockUsers, from, into), 'write'),
   };
 }

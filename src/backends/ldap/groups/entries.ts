@@ -1,4 +1,4 @@
-// One group entry of the directory as the group sync reads it (groups-reader.ts): its identity, its
+// One group entry of the directory as the group sync reads it (reader.ts): its identity, its
 // fields' first values, and its members and owners as the directory gives them (DNs still to be
 // read back to usernames, member-dns.ts; memberUid values as they are). One pass over the entry's
 // attributes, as the search answered them (search-ber.ts: types in lower case).
@@ -13,7 +13,7 @@ export interface GroupTypes {
 }
 
 /** A group entry before its member DNs are read back to usernames. */
-/** What a group entry says of the group itself, as read and as recorded (group-records.ts). */
+/** What a group entry says of the group itself, as read and as recorded (records.ts). */
 export interface GroupFields {
   /** The id attribute's value (objectGUID as its usual text form), lower case. */
   readonly externalId: string;

@@ -2,32 +2,28 @@
 // connections as a login (connection.ts: our TLS or StartTLS, the frame guard, one deadline), bound
 // as the service account (§8), with paged searches only (RFC 2696), and never writing. What
 // clubhouse makes of the records (usernames canonicalised, the plan, the transaction) is the
-// domain's (groups/sync.ts); a value that cannot be read back to a username is skipped and
+// domain's (groups/sync/plan.ts); a value that cannot be read back to a username is skipped and
 // reported, never a crash.
 //
 // Two connections, so that the directory works on one search while we take the other's answers:
 // the groups on the first; on the second the classroom search, then (once a group names a member
-// by DN) the user base, whose entries read member DNs back to usernames. OpenLDAP keeps one paged
-// search per connection (paged-search.ts), hence two connections, not two searches on one.
+// by DN or by memberUid) the user base, whose entries read member DNs back to usernames and say
+// which usernames several entries answer to. OpenLDAP keeps one paged search per connection
+// (paged-search.ts), hence two connections, not two searches on one.
 //
 // The read keeps the entries as answered, with a digest of them; the records are made of them on
-// demand (group-records.ts). A run whose digest is the one the last writing run recorded needs no
-// records at all (groups/sync-shortcut.ts): the same answers make the same records.
+// demand (records.ts). A run whose digest is the one the last writing run recorded needs no
+// records at all (groups/sync/shortcut.ts): the same answers make the same records.
 import { createHash, type Hash } from 'node:crypto';
-import type { BackendFailure } from '../authenticator.ts';
-import { backendTls } from '../tls.ts';
-import { bindServiceAccount } from './authenticator.ts';
-import type { Element } from './ber.ts';
-import { type LdapConnection, withLdapConnections } from './connection.ts';
-import {
-  type AnsweredEntry,
-  type DirectoryRecords,
-  groupRecords,
-  type RecordSettings,
-} from './group-records.ts';
+import type { BackendFailure } from '../../authenticator.ts';
+import { backendTls } from '../../tls.ts';
+import { bindServiceAccount } from '../authenticator.ts';
+import type { Element } from '../ber.ts';
+import { type LdapConnection, withLdapConnections } from '../connection.ts';
+import type { LdapSettings } from '../settings.ts';
 import { type PagedSearch, pagedSearch } from './paged-search.ts';
+import { type AnsweredEntry, type DirectoryRecords, groupRecords, type RecordSettings } from './records.ts';
 import { readSearchEntry } from './search-ber.ts';
-import type { LdapSettings } from './settings.ts';
 
 /** How the sync finds and reads the groups (contract §11), besides the directory and its account. */
 export interface GroupDirectorySettings extends RecordSettings {
@@ -59,17 +55,21 @@ type DirectoryRead =
   | { readonly ok: false; readonly failure: BackendFailure; readonly reason: string };
 
 /**
- * The version of how records are made of the answers (group-records.ts, group-entries.ts,
+ * The version of how records are made of the answers (records.ts, entries.ts,
  * member-dns.ts, dn.ts, search-ber.ts): bump it when that changes, so that no digest of answers
  * read under the old rules matches.
  */
-const RECORD_RULES = 1;
+const RECORD_RULES = 2;
 
 /** A group entry's answer can hold thousands of member DNs: far more than a login's answers. */
 const MAX_GROUP_MESSAGE_BYTES = 16 * 1024 * 1024;
 
-/** Attribute types that name members or owners by DN. */
-const DN_TYPES = new Set(['member', 'uniquemember', 'owner']);
+/**
+ * Attribute types that name members or owners, by DN or by username (memberUid): the user base is
+ * read once a group has one, to read DNs back to usernames and to know which usernames several
+ * entries answer to (the sync skips those, as a login refuses them).
+ */
+const MEMBER_TYPES = new Set(['member', 'uniquemember', 'owner', 'memberuid']);
 const NO_BINARY: ReadonlySet<string> = new Set();
 
 /** The read itself, on two bound connections (see the header). */
@@ -136,7 +136,7 @@ async function readGroups(
       if (usersAsked) return;
       // A malformed entry names nobody here; making the records refuses it.
       const entry = readSearchEntry(frame, op, NO_BINARY);
-      if (entry.ok && entry.value.attributes.some((a) => DN_TYPES.has(a.type) && a.values.length > 0))
+      if (entry.ok && entry.value.attributes.some((a) => MEMBER_TYPES.has(a.type) && a.values.length > 0))
         readUsers();
     }).then(() => onSecond.then(resolve, reject), reject);
   });

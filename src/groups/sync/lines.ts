@@ -1,6 +1,6 @@
 // What a group sync run prints and logs (contract §11): the counts, then every change one line each,
 // in a stable order, so that a dry run prints exactly what the real run then does.
-import { FIELDS, type SyncCounts, type SyncPlan } from './sync.ts';
+import { FIELDS, type SyncCounts, type SyncPlan } from './plan.ts';
 
 /** The counts as one sentence (what every run prints and logs). */
 export function countsText(counts: SyncCounts): string {

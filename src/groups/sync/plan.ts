@@ -6,24 +6,27 @@
 //   (0) recorded in clubhouse are kept, unless the directory now names that user.
 // - Groups created in clubhouse are never touched, and their names are never taken.
 // - A synced group gone from the directory is removed with its memberships, or kept (--keep-removed).
-// - A directory entry that the import's rules refuse (import-fields.ts) is skipped and reported; a
+// - A directory entry that the import's rules refuse (groups/import-fields.ts) is skipped and reported; a
 //   synced group whose entry is skipped is left as it is, never removed for it.
 // - Usernames are canonicalised as a login's (checkUsername); a refused one is skipped and reported.
-// The directory's side is made ready first (sync-prepare.ts); name clashes are settled by
-// sync-names.ts. A change to these rules (here, sync-prepare.ts, sync-names.ts, import-fields.ts,
-// the username profile) must bump SYNC_RULES (sync-shortcut.ts), or a store that the last run left
+// - A new group takes a free id (store/group-ids.ts: above every id in use, else the lowest unused);
+//   a run without enough free ids fails, writing nothing (NoFreeGroupIdError).
+// The directory's side is made ready first (prepare.ts); name clashes are settled by
+// names.ts. A change to these rules (here, prepare.ts, names.ts, groups/import-fields.ts,
+// the username profile) must bump SYNC_RULES (shortcut.ts), or a store that the last run left
 // as it is would replay that run's outcome under the old rules until something changes.
-import type { DirectorySkip } from '../backends/ldap/group-records.ts';
+import type { DirectorySkip } from '../../backends/ldap/groups/records.ts';
+import { freeGroupIds } from '../../store/group-ids.ts';
 import {
   type GroupSyncState,
   type GroupSyncWrites,
   NO_WRITES,
   type SyncedGroup,
-} from '../store/group-sync-types.ts';
-import type { Group, Membership, StoredMemberStatus } from '../store/group-types.ts';
-import { MAX_GROUP_ID } from '../store/limits.ts';
-import { assignNames } from './sync-names.ts';
-import { byCodePoint, type PreparedDirectory } from './sync-prepare.ts';
+} from '../../store/group-sync-types.ts';
+import type { Group, Membership, StoredMemberStatus } from '../../store/group-types.ts';
+import { MAX_GROUP_ID } from '../../store/limits.ts';
+import { assignNames } from './names.ts';
+import { byCodePoint, type PreparedDirectory, type WantedGroup } from './prepare.ts';
 
 export interface SyncCounts {
   readonly groupsAdded: number;
@@ -53,6 +56,16 @@ export interface SyncPlan {
   /** What the directory named that could not be used, and why. */
   readonly skipped: readonly DirectorySkip[];
   readonly counts: SyncCounts;
+}
+
+/** A run that would add groups finds too few free ids (contract §11: it fails, writing nothing). */
+export class NoFreeGroupIdError extends Error {
+  override readonly name = 'NoFreeGroupIdError';
+  constructor(wanted: number, inUse: number) {
+    super(
+      `no free group id for ${wanted} new ${wanted === 1 ? 'group' : 'groups'}: ${inUse} of the ${MAX_GROUP_ID} ids are in use; nothing written`,
+    );
+  }
 }
 
 export const FIELDS = ['name', 'description', 'short_description', 'activities', 'type'] as const;
@@ -86,33 +99,32 @@ export function planGroupSync(
   const failed = assignNames(order, existing, reserved, skipped);
 
   const changeGroups: SyncedGroup[] = [];
-  const addGroups: SyncedGroup[] = [];
   const before = new Map<number, SyncedGroup>();
   const idOf = new Map<string, number>();
-  let nextId = state.maxId;
+  const fresh: WantedGroup[] = [];
   for (const group of order) {
     if (failed.has(group.externalId)) continue;
     const current = existing.get(group.externalId);
-    if (current !== undefined) {
-      idOf.set(group.externalId, current.id);
-      if (!sameFields(current, group.fields)) {
-        before.set(current.id, current);
-        changeGroups.push({ ...group.fields, id: current.id, externalId: group.externalId });
-      }
+    if (current === undefined) {
+      fresh.push(group);
       continue;
     }
-    if (nextId >= MAX_GROUP_ID) {
-      skipped.push({
-        entry: group.dn,
-        value: null,
-        reason: `no free group id (the largest, ${MAX_GROUP_ID}, is in use)`,
-      });
-      continue;
+    idOf.set(group.externalId, current.id);
+    if (!sameFields(current, group.fields)) {
+      before.set(current.id, current);
+      changeGroups.push({ ...group.fields, id: current.id, externalId: group.externalId });
     }
-    nextId++;
-    idOf.set(group.externalId, nextId);
-    addGroups.push({ ...group.fields, id: nextId, externalId: group.externalId });
   }
+  // contract §11: new groups take free ids (the one rule, store/group-ids.ts); the ids of groups
+  // this run removes are not among them (the removal and the add are one transaction). A table
+  // without enough free ids fails the run: nothing is written, rather than groups skipped.
+  const freeIds = freeGroupIds(state.ids, fresh.length);
+  if (freeIds === null) throw new NoFreeGroupIdError(fresh.length, state.ids.length);
+  const addGroups = fresh.map((group, index): SyncedGroup => {
+    const id = freeIds[index]!;
+    idOf.set(group.externalId, id);
+    return { ...group.fields, id, externalId: group.externalId };
+  });
 
   const current = new Map<number, Map<string, StoredMemberStatus>>();
   for (const m of state.memberships) {

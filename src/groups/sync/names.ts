@@ -1,9 +1,9 @@
 // Names in the group sync (contract §11): group names are unique, groups created in clubhouse never
 // give theirs up, and a synced group left as it is keeps its own. Which directory group gets which
 // name when they collide is decided here, in an order that does not depend on the directory's.
-import type { DirectorySkip } from '../backends/ldap/group-records.ts';
-import type { SyncedGroup } from '../store/group-sync-types.ts';
-import type { WantedGroup } from './sync-prepare.ts';
+import type { DirectorySkip } from '../../backends/ldap/groups/records.ts';
+import type { SyncedGroup } from '../../store/group-sync-types.ts';
+import type { WantedGroup } from './prepare.ts';
 
 /**
  * Decides which directory groups get which name: a group whose name is a local group's, or another

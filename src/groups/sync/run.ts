@@ -1,18 +1,19 @@
 // One run of the group sync (contract §11): take the lease, read the directory, plan against the
 // store's state and write, in one transaction, or print what would be written (a dry run). A run
 // whose directory and options are the last writing run's, on a store unchanged since, replays that
-// run's outcome instead of planning (sync-shortcut.ts). The CLI
-// (`clubhouse sync groups`) and the service's interval (sync-schedule.ts) both run this, and contend
+// run's outcome instead of planning (shortcut.ts). The CLI
+// (`clubhouse sync groups`) and the service's interval (schedule.ts) both run this, and contend
 // for the same lease, so two runs never overlap, whichever instance or process starts them.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { UsernameCase } from '../auth/username.ts';
-import type { GroupDirectory } from '../backends/ldap/groups-reader.ts';
-import type { GroupSyncState, GroupSyncStore, LeaseHolder } from '../store/group-sync-types.ts';
-import { planGroupSync, type SyncPlan } from './sync.ts';
-import { countsText } from './sync-lines.ts';
-import { type PreparedDirectory, prepareDirectory } from './sync-prepare.ts';
-import { runDigest, syncShortcut } from './sync-shortcut.ts';
+import type { UsernameCase } from '../../auth/username.ts';
+import type { GroupDirectory } from '../../backends/ldap/groups/reader.ts';
+import type { GroupSyncState, GroupSyncStore, LeaseHolder } from '../../store/group-sync-types.ts';
+import { countsText } from './lines.ts';
+import { NoFreeGroupIdError, planGroupSync, type SyncPlan } from './plan.ts';
+import { type PreparedDirectory, prepareDirectory } from './prepare.ts';
+import { holdMassRemoval, type RemovalLimit, RemovalsHeldError } from './removal-guard.ts';
+import { runDigest, syncShortcut } from './shortcut.ts';
 
 /** The lease's name in the store (one row: one sync at a time per database). */
 const LEASE_NAME = 'group-sync';
@@ -30,6 +31,10 @@ export interface GroupSyncDeps {
 export interface GroupSyncOptions {
   readonly dryRun: boolean;
   readonly keepRemoved: boolean;
+  /** GROUP_SYNC_MAX_REMOVALS: a run that would remove more synced groups writes nothing. */
+  readonly maxRemovals: RemovalLimit;
+  /** `--allow-removals`: the operator has checked the directory; no bound this run. */
+  readonly allowRemovals: boolean;
 }
 
 export type GroupSyncOutcome =
@@ -37,17 +42,30 @@ export type GroupSyncOutcome =
       readonly ok: true;
       readonly plan: SyncPlan;
       readonly dryRun: boolean;
-      /** The plan was replayed from the last writing run's mark (sync-shortcut.ts), not planned. */
+      /** The plan was replayed from the last writing run's mark (shortcut.ts), not planned. */
       readonly replayed: boolean;
       readonly seconds: number;
       readonly phases: SyncPhases;
     }
   | {
       readonly ok: false;
-      /** `busy`: another run holds the lease (not a failure of this one); else where it failed. */
-      readonly stage: 'busy' | 'directory' | 'store';
+      /**
+       * `busy`: another run holds the lease (not a failure of this one); `ids`: too few free group
+       * ids for the new groups (contract §11); else where it failed.
+       */
+      readonly stage: 'busy' | 'directory' | 'store' | 'ids';
       readonly reason: string;
       readonly seconds: number;
+    }
+  | {
+      readonly ok: false;
+      /** The plan removes more synced groups than GROUP_SYNC_MAX_REMOVALS allows: held, not written. */
+      readonly stage: 'removals';
+      readonly reason: string;
+      readonly seconds: number;
+      /** What the run would have done (printed, so the operator sees which groups). */
+      readonly plan: SyncPlan;
+      readonly dryRun: boolean;
     };
 
 /** Who this process is, in the lease row (for an operator reading it, and unique per run). */
@@ -130,7 +148,7 @@ export async function runGroupSync(
       const start = performance.now();
       const records = read.records();
       if (!records.ok) throw new DirectoryRefused(`${records.failure}: ${records.reason}`);
-      prepared = prepareDirectory(records.groups, records.skipped, deps.usernameCase);
+      prepared = prepareDirectory(records.groups, records.skipped, records.people, deps.usernameCase);
       phases.records += since(start);
       return prepared;
     };
@@ -139,6 +157,8 @@ export async function runGroupSync(
       const start = performance.now();
       const plan = planGroupSync(directory, state, { keepRemoved: options.keepRemoved });
       phases.plan += since(start);
+      // Inside the transaction: a held plan rolls it back, so nothing at all is written.
+      if (!options.allowRemovals) holdMassRemoval(plan, state.synced.length, options.maxRemovals);
       return plan;
     };
     const digest = runDigest(read.digest, {
@@ -160,7 +180,17 @@ export async function runGroupSync(
       });
       phases.store += since(start) - (phases.records + phases.plan - before);
     } catch (err) {
-      const stage = err instanceof DirectoryRefused ? 'directory' : 'store';
+      if (err instanceof RemovalsHeldError)
+        return {
+          ok: false,
+          stage: 'removals',
+          reason: err.message,
+          seconds: seconds(),
+          plan: err.plan,
+          dryRun: options.dryRun,
+        };
+      const stage =
+        err instanceof DirectoryRefused ? 'directory' : err instanceof NoFreeGroupIdError ? 'ids' : 'store';
       return { ok: false, stage, reason: messageOf(err), seconds: seconds() };
     }
     return { ok: true, plan, dryRun: options.dryRun, replayed, seconds: seconds(), phases };
@@ -189,6 +219,23 @@ export function syncOutcomeLog(
         },
       },
       message: `group sync ${outcome.dryRun ? 'dry run ' : ''}done: ${countsText(outcome.plan.counts)}`,
+    };
+  }
+  if (outcome.stage === 'removals') {
+    // Written nothing, on purpose: an alert for the operator (and clubhouse_group_sync_removals_held).
+    return {
+      level: 'error',
+      fields: {
+        groupSync: {
+          by,
+          stage: outcome.stage,
+          dryRun: outcome.dryRun,
+          reason: outcome.reason,
+          seconds: outcome.seconds,
+          ...outcome.plan.counts,
+        },
+      },
+      message: `group sync held: ${outcome.reason}`,
     };
   }
   // Another instance's run is not this one's failure: worth a line, not an alert.

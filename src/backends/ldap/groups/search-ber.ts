@@ -5,7 +5,7 @@
 // Buffer per value, then copies them into a plain object, which measured 90–130 ms of CPU for the
 // 20 000 entries of the bench's directory where this reading takes 20 ms. Bounded like ber.ts: a
 // malformed element is a result, never an exception.
-import { type Element, type Parsed, readElement } from './ber.ts';
+import { type Element, type Parsed, readElement } from '../ber.ts';
 
 /** One attribute of an entry: its type in lower case, its values. */
 export interface EntryAttribute {

@@ -1,9 +1,9 @@
 // GROUP_SYNC_INTERVAL (contract §11): the sync inside the service, off the request path. Each
 // process runs it at start and then every interval after the previous run ended (never two at once
-// here); the store's lease (sync-run.ts) keeps instances and WORKERS to one run at a time, and the
+// here); the store's lease (run.ts) keeps instances and WORKERS to one run at a time, and the
 // others' attempts end as `busy`. Stopping waits for a run in progress, whose transaction is the
 // store's to finish or roll back.
-import type { GroupSyncOutcome } from './sync-run.ts';
+import type { GroupSyncOutcome } from './run.ts';
 
 export interface GroupSyncSchedule {
   /** No run starts after this; resolves once the one in progress (if any) has ended. */

@@ -3,19 +3,19 @@
 // the plan it then finds against the state it wrote (when that plan writes nothing); a later run
 // with the same digest, on a store nothing has written since, replays it instead of making records
 // of the answers, reading every synced group and membership and planning again. The reader digests
-// its answers (backends/ldap/groups-reader.ts); when the store may say "nothing written since" is the
+// its answers (backends/ldap/groups/reader.ts); when the store may say "nothing written since" is the
 // store's to judge (store/sql/group-sync-mark.ts).
 import { createHash } from 'node:crypto';
-import type { UsernameCase } from '../auth/username.ts';
-import type { DirectorySkip } from '../backends/ldap/group-records.ts';
-import type { SyncedGroup, SyncShortcut } from '../store/group-sync-types.ts';
-import { changesNothing, type SyncPlan, unchangedPlan } from './sync.ts';
+import type { UsernameCase } from '../../auth/username.ts';
+import type { DirectorySkip } from '../../backends/ldap/groups/records.ts';
+import type { SyncedGroup, SyncShortcut } from '../../store/group-sync-types.ts';
+import { changesNothing, type SyncPlan, unchangedPlan } from './plan.ts';
 
 /**
- * The version of the rules (sync.ts, sync-prepare.ts, sync-names.ts, import-fields.ts, the username
+ * The version of the rules (plan.ts, prepare.ts, names.ts, groups/import-fields.ts, the username
  * profile): bump it when they change, so that no digest made under the old rules matches.
  */
-const SYNC_RULES = 1;
+const SYNC_RULES = 2;
 
 /** Everything the plan depends on besides the store's state, as one digest: the answers' and ours. */
 export function runDigest(

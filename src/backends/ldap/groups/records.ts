@@ -1,14 +1,14 @@
 // The directory's answers made into the group sync's records (contract §11): each group entry's
-// fields and identity (group-entries.ts), its member and owner DNs read back to usernames through
+// fields and identity (entries.ts), its member and owner DNs read back to usernames through
 // the user base's entries (member-dns.ts), classrooms by the classroom search. Done after the read
-// (groups-reader.ts), and only when a run needs the records: a run whose answers have the digest the
-// last writing run recorded replays that run instead (groups/sync-shortcut.ts). Every entry must be
+// (reader.ts), and only when a run needs the records: a run whose answers have the digest the
+// last writing run recorded replays that run instead (groups/sync/shortcut.ts). Every entry must be
 // under the base it was asked about and well formed, else the answers cannot be used at all.
-import type { BackendFailure } from '../authenticator.ts';
-import type { Element } from './ber.ts';
-import { parseDn } from './dn.ts';
-import { classifyLdapError, outOfProtocol } from './errors.ts';
-import { type GroupFields, readGroupEntry } from './group-entries.ts';
+import type { BackendFailure } from '../../authenticator.ts';
+import type { Element } from '../ber.ts';
+import { parseDn } from '../dn.ts';
+import { classifyLdapError, outOfProtocol } from '../errors.ts';
+import { type GroupFields, readGroupEntry } from './entries.ts';
 import { memberDns, underBase } from './member-dns.ts';
 import { readSearchEntry, type SearchEntry } from './search-ber.ts';
 
@@ -56,6 +56,11 @@ export type DirectoryRecords =
       readonly ok: true;
       readonly groups: readonly DirectoryGroupRecord[];
       readonly skipped: readonly DirectorySkip[];
+      /**
+       * The username attribute's values of every user entry under the user base, one list per
+       * entry (empty when no group names a member by DN or memberUid, and so none was read).
+       */
+      readonly people: readonly (readonly string[])[];
     }
   | { readonly ok: false; readonly failure: BackendFailure; readonly reason: string };
 
@@ -132,5 +137,5 @@ function records(answers: DirectoryAnswers, settings: RecordSettings) {
       owners: usernames(group.dn, group.ownerDns),
     };
   });
-  return { groups, skipped };
+  return { groups, skipped, people: people.names() };
 }

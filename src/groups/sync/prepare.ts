@@ -1,12 +1,13 @@
 // The directory's side of the group sync (contract §11), before any state: each record checked with
-// the import's rules (import-fields.ts) and its usernames canonicalised as a login's (checkUsername).
-// An entry the rules refuse is skipped and reported, and its synced group left as it is (sync.ts);
-// a refused username is skipped and reported.
-import type { UsernameCase } from '../auth/username.ts';
-import type { DirectoryGroupRecord, DirectorySkip } from '../backends/ldap/group-records.ts';
-import type { ImportProblem } from '../store/errors.ts';
-import type { Group } from '../store/group-types.ts';
-import { checkGroupFields, checkUsername } from './import-fields.ts';
+// the import's rules (groups/import-fields.ts) and its usernames canonicalised as a login's
+// (checkUsername). An entry the rules refuse is skipped and reported, and its synced group left as
+// it is (plan.ts); a refused username, or one that several user entries answer to (contract §8's
+// exactly-one rule), is skipped and reported.
+import type { UsernameCase } from '../../auth/username.ts';
+import type { DirectoryGroupRecord, DirectorySkip } from '../../backends/ldap/groups/records.ts';
+import type { ImportProblem } from '../../store/errors.ts';
+import type { Group } from '../../store/group-types.ts';
+import { checkGroupFields, checkUsername } from '../import-fields.ts';
 
 /** A directory group as clubhouse would store it: checked fields and canonical members. */
 export interface WantedGroup {
@@ -30,13 +31,40 @@ export interface PreparedDirectory {
 /** The code points of `a` before those of `b` (the same order on every machine and locale). */
 export const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Checks the directory's records with the import's rules and canonicalises every username. */
+/**
+ * The key under which a directory compares usernames when a login searches for one (`uid`'s
+ * caseIgnoreMatch, with RFC 4518's width and space folding): the UsernameCaseMapped form, whatever
+ * USERNAME_CASE is, so that `ALICE` and `alice` are one name to it even where clubhouse keeps case.
+ * A value the profile refuses keeps a folded form of its own (no canonical username can equal it).
+ */
+function directoryKey(value: string): string {
+  const checked = checkUsername(value, 'lower');
+  return 'username' in checked ? checked.username : value.normalize('NFKC').trim().toLowerCase();
+}
+
+/** How many user entries answer to each name (directoryKey), from every entry's username values. */
+function entriesPerName(people: readonly (readonly string[])[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const values of people)
+    for (const key of new Set(values.map(directoryKey))) counts.set(key, (counts.get(key) ?? 0) + 1);
+  return counts;
+}
+
+/**
+ * Checks the directory's records with the import's rules and canonicalises every username. A
+ * username that several entries under the user base answer to (`people`: every entry's values)
+ * is skipped and reported wherever a group names it, by DN or by memberUid (contract §8: exactly
+ * one entry, as a login in search-then-bind mode requires; else a second entry with `uid: ALICE`
+ * would make the real alice a member, or an administrator, of its groups).
+ */
 export function prepareDirectory(
   records: readonly DirectoryGroupRecord[],
   skippedByReader: readonly DirectorySkip[],
+  people: readonly (readonly string[])[],
   usernameCase: UsernameCase,
 ): PreparedDirectory {
   const skipped = [...skippedByReader];
+  const entriesFor = entriesPerName(people);
   const wanted: WantedGroup[] = [];
   const refused = new Set<string>();
   const seen = new Set<string>();
@@ -81,6 +109,15 @@ export function prepareDirectory(
       }
       if ('reason' in checked) {
         skipped.push({ entry: record.dn, value: raw, reason: `username ${checked.reason}` });
+        return;
+      }
+      const entries = entriesFor.get(directoryKey(raw)) ?? 0;
+      if (entries > 1) {
+        skipped.push({
+          entry: record.dn,
+          value: raw,
+          reason: `${entries} entries under the user base (LDAP_BASE_DN) answer to this username: a login refuses it, and so does the sync`,
+        });
         return;
       }
       // An owner is an administrator whether or not also listed as a member.

@@ -4,11 +4,11 @@
 // it only no longer reads the entries, which was most of the sync's client CPU (search-ber.ts).
 // One page at a time on a connection: OpenLDAP keeps one paged search per connection, and answers
 // a second one's next page with protocolError ("paged results cookie is invalid", measured), so
-// searches that should overlap go on connections of their own (groups-reader.ts).
+// searches that should overlap go on connections of their own (reader.ts).
 import { FilterParser, PagedResultsControl, SearchRequest } from 'ldapts';
-import { type Element, OP, readResult } from './ber.ts';
-import { LdapFailure, outOfProtocol, resultCodeFailure } from './errors.ts';
-import type { FrameGuard } from './frame-guard.ts';
+import { type Element, OP, readResult } from '../ber.ts';
+import { LdapFailure, outOfProtocol, resultCodeFailure } from '../errors.ts';
+import type { FrameGuard } from '../frame-guard.ts';
 import { readPagedCookie } from './search-ber.ts';
 
 export interface PagedSearch {
