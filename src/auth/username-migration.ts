@@ -45,6 +45,22 @@ export async function migrateUsernames(
   return findings;
 }
 
+/**
+ * The migration as a serving process runs it at start-up (the server, a cluster's primary): every
+ * stored name it renamed or disabled told to `warn`, with the administrator's line (findingText).
+ */
+export async function migrateUsernamesAtStart(
+  stores: Stores,
+  usernameCase: UsernameCase,
+  warn: (
+    fields: { readonly username: string; readonly outcome: UsernameFinding['outcome'] },
+    line: string,
+  ) => void,
+): Promise<void> {
+  for (const finding of await migrateUsernames(stores, usernameCase))
+    warn({ username: finding.username, outcome: finding.outcome }, findingText(finding, true));
+}
+
 /** Characters a POSIX shell reads as themselves in a word (others are quoted). */
 const SHELL_PLAIN = /^[\p{L}\p{N}@%+=:,./_-]+$/u;
 

@@ -37,12 +37,14 @@ export interface Authenticator {
   refusalDelayMs(username: string): number;
   /** The longest one verify() can take: how long a guess may stay in flight (throttle.ts). */
   readonly maxVerifyMs: number;
+  /** The password backends behind it, by name, in the order asked; none when only providers sign in. */
+  readonly backendNames: readonly string[];
   /** Counters for metrics and readiness. */
   stats(): GuardStats;
   /** Readiness of every backend without credentials, by backend name: "ok" or why not (§8). */
-  readiness?(): Promise<Record<string, string>>;
+  readiness(): Promise<Record<string, string>>;
   /** Releases what the backends hold (the chain; single backends hold nothing between logins). */
-  close?(): Promise<void>;
+  close(): Promise<void>;
 }
 
 export type ProbeResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };

@@ -31,10 +31,14 @@ export interface Metrics
   setSources(sources: MetricSources): void;
 }
 
+/** What the gauges read at scrape time. */
 interface MetricSources {
-  readonly guard: () => GuardStats;
-  /** Live sessions; called at most once per SESSIONS_GAUGE_TTL_MS. */
-  readonly activeSessions: () => Promise<number>;
+  /** The backends' guard (the chain's worst breaker, its attempts running and waiting). */
+  readonly guard: { stats(): GuardStats };
+  /** The session store, counted at most once per SESSIONS_GAUGE_TTL_MS... */
+  readonly sessions: { countActive(now: number): Promise<number> };
+  /** ...on the sessions' clock (ms since the epoch). */
+  readonly now: () => number;
 }
 
 /** The active-sessions gauge counts rows; at a million sessions that is worth caching. */
@@ -82,7 +86,7 @@ export function createMetrics(now: () => number = Date.now): Metrics {
   const groupSync = groupSyncMetrics(registry);
   let sources: MetricSources | null = null;
   let sessionsCache: { at: number; value: number } | null = null;
-  guardGauges(registry, () => sources?.guard() ?? null);
+  guardGauges(registry, () => sources?.guard.stats() ?? null);
   new client.Gauge({
     name: 'clubhouse_sessions_active',
     help: `Live sessions (refreshed at most every ${SESSIONS_GAUGE_TTL_MS / 1000} s).`,
@@ -91,7 +95,7 @@ export function createMetrics(now: () => number = Date.now): Metrics {
       if (sources === null) return;
       if (sessionsCache === null || now() - sessionsCache.at >= SESSIONS_GAUGE_TTL_MS) {
         try {
-          sessionsCache = { at: now(), value: await sources.activeSessions() };
+          sessionsCache = { at: now(), value: await sources.sessions.countActive(sources.now()) };
         } catch {
           // A store outage must not break the scrape; the last value stands.
         }

@@ -10,8 +10,11 @@ import type { Stores } from '../store/types.ts';
 
 export interface OpsDeps {
   readonly stores: Pick<Stores, 'ping' | 'tls'>;
-  /** Every backend's readiness by name (contract §8): "ok" or why not, probed without credentials. */
-  readonly backends: () => Promise<Record<string, string>>;
+  /**
+   * The readiness of every backend and identity provider by name (contract §8, §10): "ok" or why
+   * not, probed without credentials; each part answers for its own names, in this order.
+   */
+  readonly parts: readonly (() => Promise<Record<string, string>>)[];
   /** Null when /metrics is served on METRICS_PORT instead. */
   readonly metrics: MetricsExposition | null;
 }
@@ -19,14 +22,14 @@ export interface OpsDeps {
 /** Seconds a load balancer is told to wait before asking /readyz again. */
 const READY_RETRY_AFTER_SECONDS = 5;
 
-/** What each part answers: "ok" or why not. */
-async function readiness(deps: Pick<OpsDeps, 'stores' | 'backends'>): Promise<Record<string, string>> {
+/** What each part answers, the stores first: "ok" or why not. */
+async function readiness(deps: Pick<OpsDeps, 'stores' | 'parts'>): Promise<Record<string, string>> {
   const stores = deps.stores.ping().then(
     () => 'ok',
     (err: unknown) => (err instanceof StoreUnavailableError ? `${err.store} unavailable` : 'unavailable'),
   );
-  const [store, backends] = await Promise.all([stores, deps.backends()]);
-  return { stores: store, ...backends };
+  const [store, ...parts] = await Promise.all([stores, ...deps.parts.map((part) => part())]);
+  return Object.assign({ stores: store }, ...parts);
 }
 
 /** Registers /healthz, /readyz and (unless on its own port) /metrics. */

@@ -147,6 +147,17 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   }
 }
 
+/**
+ * What a fake authenticator has beside verify: one password backend that is never probed (so /readyz
+ * names none), nothing to close, an idle guard.
+ */
+export const FAKE_CHAIN = {
+  backendNames: ['fake'],
+  readiness: async () => ({}),
+  close: async () => undefined,
+  stats: () => ({ active: 0, queued: 0, breaker: 'closed' }),
+};
+
 /** A fake authenticator that accepts `passwords` and counts calls (for tests that are not about IMAP). */
 export function fakeAuthenticator(passwords: Record<string, string>): Authenticator & { calls: number } {
   const fake = {
@@ -160,7 +171,7 @@ export function fakeAuthenticator(passwords: Record<string, string>): Authentica
     // It refuses at once, so a refusal decided without it takes no time either (contract §3).
     refusalDelayMs: () => 0,
     maxVerifyMs: 1000,
-    stats: () => ({ active: 0, queued: 0, breaker: 'closed' }),
+    ...FAKE_CHAIN,
   };
   return fake;
 }

@@ -8,7 +8,7 @@ import { afterEach, describe, test } from 'node:test';
 import type { Authenticator, VerifyResult } from '../../src/backends/authenticator.ts';
 import { createImapBackend, type ImapSeams } from '../../src/backends/imap/backend.ts';
 import type { ImapSettings } from '../../src/backends/imap/settings.ts';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { FAKE_CHAIN, startTestApp, type TestApp } from '../helpers/app.ts';
 
 /** The IMAP backend of these settings with scripted seams (its logins never connect). */
 const imapBackend = (imap: ImapSettings, seams: ImapSeams) =>
@@ -30,7 +30,7 @@ function clockedBackend(clock: { ms: number }, ms: number, imitated: () => numbe
     },
     refusalDelayMs: imitated,
     maxVerifyMs: 10_000,
-    stats: () => ({ active: 0, queued: 0, breaker: 'closed' }),
+    ...FAKE_CHAIN,
   } satisfies Authenticator & Record<string, unknown>;
   return backend;
 }

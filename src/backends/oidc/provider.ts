@@ -197,3 +197,19 @@ export function createOidcBackend(settings: OidcSettings): OidcProvider {
     close: () => http.close(),
   };
 }
+
+/**
+ * contract §10: each discovery document is read at start-up, without holding start-up up: a provider
+ * that is down fails its sign-ins (and /readyz) until it answers, nothing else. `unreached` hears
+ * each one that did not answer.
+ */
+export function discoverInBackground(
+  providers: readonly OidcProvider[],
+  unreached: (provider: string, reason: string) => void,
+): void {
+  for (const provider of providers) {
+    void provider.discover().then((result) => {
+      if (!result.ok) unreached(provider.name, result.reason);
+    });
+  }
+}
