@@ -69,8 +69,19 @@ export function prepareDirectory(
   const refused = new Set<string>();
   const seen = new Set<string>();
   const usernames = new Set<string>();
-  // Each spelling is canonicalised once, however many groups name it.
-  const checkedNames = new Map<string, ReturnType<typeof checkUsername>>();
+  // Each spelling is checked once (the profile, then how many entries answer to it), however many
+  // groups name it.
+  const checkedNames = new Map<string, { username: string } | { skip: string }>();
+  const check = (raw: string): { username: string } | { skip: string } => {
+    const checked = checkUsername(raw, usernameCase);
+    if ('reason' in checked) return { skip: `username ${checked.reason}` };
+    const entries = entriesFor.get(directoryKey(raw)) ?? 0;
+    if (entries > 1)
+      return {
+        skip: `${entries} entries under the user base (LDAP_BASE_DN) answer to this username: a login refuses it, and so does the sync`,
+      };
+    return checked;
+  };
   for (const record of records) {
     if (seen.has(record.externalId)) {
       skipped.push({
@@ -104,20 +115,11 @@ export function prepareDirectory(
     const add = (raw: string, status: 1 | 2) => {
       let checked = checkedNames.get(raw);
       if (checked === undefined) {
-        checked = checkUsername(raw, usernameCase);
+        checked = check(raw);
         checkedNames.set(raw, checked);
       }
-      if ('reason' in checked) {
-        skipped.push({ entry: record.dn, value: raw, reason: `username ${checked.reason}` });
-        return;
-      }
-      const entries = entriesFor.get(directoryKey(raw)) ?? 0;
-      if (entries > 1) {
-        skipped.push({
-          entry: record.dn,
-          value: raw,
-          reason: `${entries} entries under the user base (LDAP_BASE_DN) answer to this username: a login refuses it, and so does the sync`,
-        });
+      if ('skip' in checked) {
+        skipped.push({ entry: record.dn, value: raw, reason: checked.skip });
         return;
       }
       // An owner is an administrator whether or not also listed as a member.
