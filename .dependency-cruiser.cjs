@@ -1,16 +1,19 @@
-// The layers of src/ (issue 23), enforced by `npm run lint`. Every import points down:
+// The layers of src/, enforced by `npm run lint`. Every import points down:
 //
 //   src/main.ts, server.ts, cluster.ts, logger.ts, cli/   start, stop, processes, the admin command
 //   src/app.ts      the composition root: builds stores, backends, domain objects and routes
 //   src/config/     every setting parsed once; hands the layers below their own option types
-//   src/routes/     one file per endpoint family
-//   src/http/       HTTP mechanics: the edge, headers, errors, endpoints, the raw read path, metrics
+//   src/routes/     one file per endpoint family, its schemas beside it
+//   src/http/       HTTP mechanics: the edge, headers, errors, endpoints, the raw read path
+//   src/metrics/    the metrics, one narrow view per consumer (the HTTP edge, the login routes, the
+//                   backends, the group sync)
 //   src/auth/, src/groups/   the domain: login, usernames, sessions, throttle; group reads, import
 //   src/backends/, src/store/   what the domain stands on: authentication backends, storage
 //
 // backends/ and store/ import nothing outside themselves (they take plain options; they never see
-// config/). A lower layer never imports a higher one, types included, and nothing imports in a
-// circle. No exceptions.
+// config/). http/ knows nothing of groups/ or backends/: what a request records goes through its
+// view of metrics/. A lower layer never imports a higher one, types included, and nothing imports in
+// a circle. No exceptions.
 /** @type {import('dependency-cruiser').IConfiguration} */
 const TOP = '^src/(main|server|cluster|logger)\\.ts$|^src/cli/';
 
@@ -41,10 +44,22 @@ module.exports = {
       'backends/ take plain options and know nothing of the layers above them (nor of store/).',
     ),
     below(
-      'domain-below-http',
+      'domain-below-metrics',
       '^src/(auth|groups)/',
+      `^src/(metrics|http|routes|config)/|^src/app\\.ts$|${TOP}`,
+      'The domain answers in its own terms; what is counted of it, HTTP, routes and settings are above it.',
+    ),
+    below(
+      'metrics-below-http',
+      '^src/metrics/',
       `^src/(http|routes|config)/|^src/app\\.ts$|${TOP}`,
-      'The domain answers in its own terms; HTTP, routes and settings are above it.',
+      'metrics/ records what the layers above hand it; it serves nothing itself (http/ and routes/ do).',
+    ),
+    below(
+      'http-knows-no-domain-parts',
+      '^src/http/',
+      '^src/(groups|backends)/',
+      'http/ is mechanics: it records through its view of metrics/, never with the types of a group sync or a backend.',
     ),
     below(
       'http-below-routes',

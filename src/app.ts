@@ -1,27 +1,31 @@
-// The composition root: the one place where the parts are built and wired. From the settings it
-// opens the stores, builds the backends, the domain objects (sessions, the throttle, the login
-// procedure) and the HTTP edge, and declares the routes on it. Every layer below takes plain options
-// and the objects it needs; none of them reads a setting or builds a neighbour.
+// The composition root: the one place where the parts are built and wired, and nothing else. From
+// the settings it opens the stores, builds the backends and identity providers, the domain objects
+// (sessions, the throttle, who may log in, the login procedure) and the HTTP edge, and declares the
+// routes on it. Every layer below takes plain options and the objects it needs; none of them reads a
+// setting or builds a neighbour. What runs on a timer (the purge, the group sync's interval) is
+// server.ts's.
 import type { Logger } from 'pino';
 import { LoginProcedure } from './auth/login.ts';
 import { OidcSignIn } from './auth/oidc-signin.ts';
 import { Sessions, sharedSecret } from './auth/sessions.ts';
 import { LoginThrottle } from './auth/throttle.ts';
-import { findingText, migrateUsernames } from './auth/username-migration.ts';
+import { migrateUsernamesAtStart } from './auth/username-migration.ts';
+import { WhoMayLogIn } from './auth/who-may-log-in.ts';
 import type { Authenticator } from './backends/authenticator.ts';
 import { createAuthenticator } from './backends/build.ts';
-import type { ImapAuthenticatorOptions } from './backends/imap/authenticator.ts';
+import type { ImapSeams } from './backends/imap/backend.ts';
 import { groupDirectory } from './backends/ldap/groups/reader.ts';
-import { createOidcProvider, type OidcProvider } from './backends/oidc/provider.ts';
-import { cachedProbe } from './backends/probe.ts';
-import { servingBackends } from './config/backend-settings.ts';
+import { createOidcBackend, discoverInBackground } from './backends/oidc/provider.ts';
+import { readinessOf } from './backends/probe.ts';
+import { servingBackends } from './config/backends/chain.ts';
 import type { Config } from './config/config.ts';
 import { GROUP_JSON } from './groups/json.ts';
-import { type GroupSyncOutcome, runGroupSync, syncOutcomeLog } from './groups/sync/run.ts';
+import type { GroupSyncOutcome } from './groups/sync/run.ts';
+import { intervalRun } from './groups/sync/schedule.ts';
 import { createEdge } from './http/edge.ts';
-import { createMetrics, type Metrics } from './http/metrics.ts';
 import { sessionHooks } from './http/session.ts';
 import { registerWebClient } from './http/web.ts';
+import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { registerAuthRoutes } from './routes/auth.ts';
 import { registerGroupRoutes } from './routes/groups.ts';
 import { registerOidcRoutes } from './routes/oidc.ts';
@@ -55,7 +59,7 @@ export interface AppDeps {
   /** The authenticator; when absent, the configured backends in order (contract §8). */
   readonly authenticator?: Authenticator;
   /** Seams of the IMAP backends built here (tests script the login, the clock, the timing). */
-  readonly imap?: ImapAuthenticatorOptions;
+  readonly imap?: ImapSeams;
   /** Made here when absent. */
   readonly metrics?: Metrics;
   /** Injectable clock (tests move time to expire sessions and throttle windows). */
@@ -74,8 +78,8 @@ export interface App {
   readonly throttle: LoginThrottle;
   readonly metrics: Metrics;
   /**
-   * One run of the group sync as the service runs it (contract §11: GROUP_SYNC_INTERVAL), its
-   * outcome logged and in the metrics; null when no directory is configured. server.ts schedules it.
+   * One run of the group sync as the service runs it (contract §11: GROUP_SYNC_INTERVAL); null when
+   * no directory is configured. server.ts schedules it, and logs and counts each outcome.
    */
   readonly syncGroups: (() => Promise<GroupSyncOutcome>) | null;
   /** Closes the HTTP edge, then what the app opened itself (stores, backends). */
@@ -97,8 +101,7 @@ async function openConfiguredStores(config: Config, logger: Logger, migrate: boo
   });
   if (!migrate) return stores;
   try {
-    for (const finding of await migrateUsernames(stores, config.usernameCase))
-      logger.warn({ username: finding.username, outcome: finding.outcome }, findingText(finding, true));
+    await migrateUsernamesAtStart(stores, config.usernameCase, (fields, line) => logger.warn(fields, line));
   } catch (err) {
     await stores.close();
     throw err;
@@ -117,17 +120,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     createAuthenticator(servingBackends(config.auth.backends), {
       probeTtlMs: READY_PROBE_TTL_MS,
       imap: deps.imap,
-      observe: (backend, result, seconds) => {
-        if (backend.kind === 'imap') metrics.observeImap(result, seconds);
-        metrics.observeBackend(backend.name, result, seconds);
-      },
+      observe: (backend, result, seconds) => metrics.observeAttempt(backend, result, seconds),
     });
   // contract §10: the identity providers; none of them is a backend of the password chain.
-  const providers: OidcProvider[] = [];
+  const providers = config.auth.providers.map(createOidcBackend);
   const closeOwned = async () => {
     await Promise.all(providers.map((provider) => provider.close()));
     if (deps.stores === undefined) await stores.close();
-    if (deps.authenticator === undefined) await authenticator.close?.();
+    if (deps.authenticator === undefined) await authenticator.close();
   };
   try {
     // Handles of sessions (contract §9) are keyed by the same secret as the throttle: one per database.
@@ -139,38 +139,28 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       freshness: stores.freshness,
     });
     const throttle = new LoginThrottle(stores.throttle, config.throttle, secret, now);
+    // contract §3, §4: who may log in, one rule for passwords and providers alike.
+    const whoMayLogIn = new WhoMayLogIn(stores.users, config.allowNewUsers);
     const login = new LoginProcedure({
-      users: stores.users,
+      whoMayLogIn,
       sessions,
       throttle,
       authenticator,
-      allowNewUsers: config.allowNewUsers,
       failureDelayMs: config.authFailureDelayMs,
       sleep: deps.sleep,
       now: deps.loginNow,
     });
 
-    for (const settings of config.auth.providers) providers.push(createOidcProvider(settings));
     const signIn = new OidcSignIn({
       providers,
       flows: stores.flows,
-      users: stores.users,
+      whoMayLogIn,
       sessions,
-      allowNewUsers: config.allowNewUsers,
       usernameCase: config.usernameCase,
     });
-    // contract §10: each discovery document is read at start-up, without holding start-up up: a
-    // provider that is down fails its sign-ins (and /readyz) until it answers, nothing else.
-    for (const provider of providers) {
-      void provider.discover().then((result) => {
-        if (!result.ok)
-          logger.warn({ provider: provider.name, reason: result.reason }, 'identity provider not reached');
-      });
-    }
-    const providerProbes = providers.map((provider) => ({
-      name: provider.name,
-      probe: cachedProbe(() => provider.probe(), READY_PROBE_TTL_MS),
-    }));
+    discoverInBackground(providers, (provider, reason) =>
+      logger.warn({ provider, reason }, 'identity provider not reached'),
+    );
 
     const { fastify, endpoint } = await createEdge({
       ...config.http,
@@ -194,8 +184,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       signIn,
       sessions,
       metrics,
-      // A test's own authenticator stands for a password backend.
-      passwordLogin: deps.authenticator !== undefined || config.auth.backends.length > 0,
+      passwordLogin: authenticator.backendNames.length > 0,
     });
     registerGroupRoutes(endpoint, {
       hooks,
@@ -208,42 +197,25 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     registerWebClient(fastify);
     registerOps(fastify, {
       stores,
-      // contract §8, §10: every backend and provider probed without credentials, by name (a test's
-      // authenticator may have no readiness).
-      backends: async () => {
-        const [chain, ...answers] = await Promise.all([
-          authenticator.readiness?.() ?? {},
-          ...providerProbes.map(async ({ probe }) => {
-            const result = await probe.check();
-            return result.ok ? 'ok' : result.reason;
-          }),
-        ]);
-        return { ...chain, ...Object.fromEntries(providerProbes.map(({ name }, i) => [name, answers[i]])) };
-      },
+      // contract §8, §10: every backend, then every provider, probed without credentials, by name.
+      parts: [() => authenticator.readiness(), readinessOf(providers, READY_PROBE_TTL_MS)],
       metrics: config.metricsPort === null ? metrics : null,
     });
     const sync = config.groupSync;
-    const directory = sync === null ? null : groupDirectory(sync.directory);
     const syncGroups =
-      sync === null || directory === null
+      sync === null
         ? null
-        : async () => {
-            const outcome = await runGroupSync(
-              { directory, store: stores.groupSync, usernameCase: config.usernameCase },
-              // The interval never lifts GROUP_SYNC_MAX_REMOVALS: it logs and alerts; an operator decides.
-              { dryRun: false, keepRemoved: false, maxRemovals: sync.maxRemovals, allowRemovals: false },
-            );
-            const log = syncOutcomeLog(outcome, 'interval');
-            logger[log.level](log.fields, log.message);
-            metrics.observeGroupSync(outcome, now());
-            return outcome;
-          };
+        : intervalRun(
+            {
+              directory: groupDirectory(sync.directory),
+              store: stores.groupSync,
+              usernameCase: config.usernameCase,
+            },
+            sync.maxRemovals,
+          );
     // The last sightings are written before the stores close.
     fastify.addHook('onClose', () => sessions.close());
-    metrics.setSources({
-      imap: () => authenticator.stats(),
-      activeSessions: () => stores.sessions.countActive(now()),
-    });
+    metrics.setSources({ guard: authenticator, sessions: stores.sessions, now: () => sessions.now() });
     return {
       fastify,
       stores,

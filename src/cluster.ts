@@ -4,9 +4,10 @@
 // all have. Works on every store: workers share nothing but the database (and Redis).
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
-import { findingText, migrateUsernames } from './auth/username-migration.ts';
+import { migrateUsernamesAtStart } from './auth/username-migration.ts';
 import type { Config } from './config/config.ts';
-import { serveClusterMetrics, serveMetrics } from './http/metrics-serving.ts';
+import { serveMetrics } from './http/metrics-port.ts';
+import { serveClusterMetrics } from './metrics/cluster.ts';
 import { migrateStores, openStores } from './store/open.ts';
 
 // A worker that dies sooner than this after starting is crash-looping: its replacement waits,
@@ -29,8 +30,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<number
     // contract §3: the stored usernames too, where the session store is open to end their sessions.
     const stores = await openStores(options, { migrate: false });
     try {
-      for (const finding of await migrateUsernames(stores, config.usernameCase))
-        logger.warn({ username: finding.username, outcome: finding.outcome }, findingText(finding, true));
+      await migrateUsernamesAtStart(stores, config.usernameCase, (fields, line) => logger.warn(fields, line));
     } finally {
       await stores.close();
     }

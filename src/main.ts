@@ -3,7 +3,7 @@
 // this same file down to the server.
 import cluster from 'node:cluster';
 import { runPrimary } from './cluster.ts';
-import { servingBackends } from './config/backend-settings.ts';
+import { servingBackends } from './config/backends/chain.ts';
 import { type Config, ConfigError, environmentWithDotenv, loadConfig } from './config/config.ts';
 import { createLogger } from './logger.ts';
 import { startServer } from './server.ts';

@@ -1,12 +1,14 @@
-// A running service (used by `npm start` and `npm run demo`): the app (app.ts) listening, METRICS_PORT
-// and the periodic purge, started and stopped as one.
+// A running service (used by `npm start` and `npm run demo`): the app (app.ts) listening, METRICS_PORT,
+// the periodic purge and the group sync's interval (its outcomes logged and counted), started and
+// stopped as one.
 import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import type { Config } from './config/config.ts';
+import { syncOutcomeLog } from './groups/sync/run.ts';
 import { scheduleGroupSync } from './groups/sync/schedule.ts';
-import { createMetrics } from './http/metrics.ts';
-import { serveMetrics } from './http/metrics-serving.ts';
+import { serveMetrics } from './http/metrics-port.ts';
+import { createMetrics } from './metrics/metrics.ts';
 
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
 
@@ -32,17 +34,18 @@ export async function startServer(
   const metricsServer =
     config.metricsPort === null || cluster.isWorker
       ? null
-      : await serveMetrics(
-          { text: () => metrics.text(), contentType: metrics.registry.contentType },
-          config.host,
-          config.metricsPort,
-        );
+      : await serveMetrics(metrics, config.host, config.metricsPort);
   // contract §11: the group sync off the request path, one run at a time across instances (a lease).
   const interval = config.groupSync?.intervalMs ?? null;
   const groupSync =
     app.syncGroups === null || interval === null
       ? null
-      : scheduleGroupSync(app.syncGroups, interval, () => undefined);
+      : scheduleGroupSync(app.syncGroups, interval, (outcome) => {
+          // Each run's outcome: one log line (an error when it failed or was held) and the metrics.
+          const log = syncOutcomeLog(outcome, 'interval');
+          logger[log.level](log.fields, log.message);
+          metrics.observeGroupSync(outcome, Date.now());
+        });
   const purge = setInterval(() => {
     Promise.all([
       sessions.store.purgeExpired(sessions.now()),

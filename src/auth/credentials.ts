@@ -2,8 +2,7 @@
 // (username.ts), and the characters that are refused before any IMAP command is sent.
 
 import { USERNAME_MAX_LENGTH } from '../store/limits.ts';
-import type { UsernameCase } from './username.ts';
-import { canonicalUsername, usernameProfile } from './username.ts';
+import { codePointLength, storableUsername, type UsernameCase, usernameProfile } from './username.ts';
 
 export const PASSWORD_MAX_LENGTH = 1024;
 
@@ -25,12 +24,6 @@ export type CredentialsResult =
   | { readonly kind: 'not_a_dictionary' }
   | { readonly kind: 'invalid'; readonly fields: Record<string, string[]> };
 
-const codePoints = (value: string): number => {
-  let n = 0;
-  for (const _ of value) n++;
-  return n;
-};
-
 /** A form body repeats a key as an array; like Django's QueryDict, the last value wins. */
 function lastIfList(value: unknown): unknown {
   return Array.isArray(value) && value.length > 0 && value.every((item) => typeof item === 'string')
@@ -51,7 +44,7 @@ function checkField(
   if (typeof raw !== 'string') return { error: 'Not a valid string.' };
   const value = trim ? raw.trim() : raw;
   if (value === '') return { error: 'This field may not be blank.' };
-  if (codePoints(value) > maxLength)
+  if (codePointLength(value) > maxLength)
     return { error: `Ensure this field has no more than ${maxLength} characters.` };
   return { value };
 }
@@ -75,19 +68,19 @@ export function parseCredentials(body: unknown, usernameCase: UsernameCase, form
   if (unsafe !== null) return { kind: 'ok', credentials: { ...credentials, refused: unsafe } };
   // contract §3, one person one identity: a username the profile refuses is a failed login decided
   // without any backend; the trimmed input stays as the username for the audit line.
-  const canonical = canonicalUsername(username.value, usernameCase);
-  if (!canonical.ok) {
-    const refused = `username not allowed by the ${usernameProfile(usernameCase)} profile: ${canonical.reason}`;
+  const stored = storableUsername(username.value, usernameCase);
+  if (!stored.ok && stored.refused === 'profile') {
+    const refused = `username not allowed by the ${usernameProfile(usernameCase)} profile: ${stored.reason}`;
     return { kind: 'ok', credentials: { ...credentials, refused } };
   }
-  // Case mapping can lengthen a string ('İ' → 'i̇'): the stored form must fit too.
-  if (codePoints(canonical.username) > USERNAME_MAX_LENGTH) {
+  // The canonical form is too long to store: the field's own error, as DRF's max_length gives it.
+  if (!stored.ok) {
     return {
       kind: 'invalid',
       fields: { username: [`Ensure this field has no more than ${USERNAME_MAX_LENGTH} characters.`] },
     };
   }
-  return { kind: 'ok', credentials: { ...credentials, username: canonical.username, refused: null } };
+  return { kind: 'ok', credentials: { ...credentials, username: stored.username, refused: null } };
 }
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.

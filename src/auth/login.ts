@@ -1,20 +1,25 @@
-// Logging in (contract §3): refuse what must not reach a backend, throttle, decide (the user rules,
+// Logging in (contract §3): refuse what must not reach a backend, throttle, decide (who may log in,
 // then the backends), answer a refusal no sooner than the failure floor, then start a fresh session.
-import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Authenticator, LoginFailure } from '../backends/authenticator.ts';
-import type { UserStore } from '../store/types.ts';
+import type { Authenticator, BackendFailure } from '../backends/authenticator.ts';
+import { SingleFlight } from '../backends/single-flight.ts';
 import type { Credentials } from './credentials.ts';
 import { startSession } from './session-start.ts';
 import type { LoginClient, Sessions } from './sessions.ts';
 import type { LoginThrottle } from './throttle.ts';
+import type { Refusal, WhoMayLogIn } from './who-may-log-in.ts';
+
+/**
+ * Why a login failed (contract §3): what the backend reported, or a refusal of who may log in
+ * (who-may-log-in.ts), decided here. The client always sees one 403; the log and metrics see this.
+ */
+export type LoginFailure = BackendFailure | Refusal['failure'];
 
 export interface LoginDeps {
-  readonly users: UserStore;
+  readonly whoMayLogIn: WhoMayLogIn;
   readonly sessions: Sessions;
   readonly throttle: LoginThrottle;
   readonly authenticator: Authenticator;
-  readonly allowNewUsers: boolean;
   /** contract §3 (AUTH_FAILURE_DELAY_MS): a refusal is answered no sooner than this after it began. */
   readonly failureDelayMs: number;
   /** How a refusal waits out its delay (default a timer); a test records what it asks. */
@@ -59,17 +64,18 @@ async function sleepAtLeast(ms: number): Promise<void> {
   for (let left = ms; left > 0; left = Math.ceil(end - performance.now())) await sleep(left);
 }
 
-/** Identical attempts (same canonical username and password) share a key; the password is not kept. */
-function verdictKey(username: string, password: string): string {
-  return createHash('sha256').update(username).update('\0').update(password).digest('base64');
-}
-
 /** The login procedure of one process; identical attempts in flight share one verdict (contract §3). */
 export class LoginProcedure {
   readonly #deps: LoginDeps;
   readonly #sleep: (ms: number) => Promise<void>;
   readonly #now: () => number;
-  readonly #inFlight = new Map<string, Promise<Verdict>>();
+  /**
+   * contract §3: identical concurrent attempts are answered together, refused by a backend or decided
+   * here: a burst of identical attempts for a disabled user ends at once, as one for an active user
+   * does, rather than spread over each one's own draw of the refusal delay. Only the verdict is
+   * shared: each success still starts its own session.
+   */
+  readonly #identical = new SingleFlight<Verdict>();
 
   constructor(deps: LoginDeps) {
     this.#deps = deps;
@@ -91,7 +97,7 @@ export class LoginProcedure {
     // contract §3: refused input is never admitted as a guess (five such attempts in parallel would
     // otherwise hold the owner out, issue 22 defect 5), and it reaches no backend.
     if (refused !== null) {
-      const decided = await this.#shared(username, password, () =>
+      const decided = await this.#identical.run(username, password, () =>
         this.#refuseHere(username, 'rejected_input', refused),
       );
       return decided.kind === 'verified' ? fail('rejected_input', refused) : decided;
@@ -101,7 +107,9 @@ export class LoginProcedure {
     if (verdict.throttled) return { kind: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds };
     let settled: 'success' | 'counted' | 'other' = 'other';
     try {
-      const decided = await this.#shared(username, password, () => this.#decide(credentials, client.ip));
+      const decided = await this.#identical.run(username, password, () =>
+        this.#decide(credentials, client.ip),
+      );
       const outcome =
         decided.kind === 'verified'
           ? await this.#start(username, decided, client, previousSessionId)
@@ -119,35 +127,12 @@ export class LoginProcedure {
     return Math.max(this.#deps.authenticator.maxVerifyMs, this.#deps.failureDelayMs);
   }
 
-  /**
-   * contract §3: identical concurrent attempts are answered together, refused by a backend or decided
-   * here (issue 22, defect 3: a burst of six for a disabled user, each waiting its own draw, ended
-   * spread over 700 ms where six for an active user ended at once). Only the verdict is shared: each
-   * success still starts its own session.
-   */
-  #shared(username: string, password: string, decide: () => Promise<Verdict>): Promise<Verdict> {
-    const key = verdictKey(username, password);
-    const running = this.#inFlight.get(key);
-    if (running !== undefined) return running;
-    const promise = decide().finally(() => this.#inFlight.delete(key));
-    this.#inFlight.set(key, promise);
-    return promise;
-  }
-
-  /** The user rules, then the backends; a refusal is answered no sooner than the floor. */
+  /** Who may log in, then the backends; a refusal is answered no sooner than the floor. */
   async #decide(credentials: Credentials, clientIp: string): Promise<Verdict> {
     const started = this.#now();
     const { username, password } = credentials;
-    const known = await this.#deps.users.get(username);
-    if (known !== null && !known.active)
-      return this.#refuseHere(username, 'user_disabled', 'user is disabled', started);
-    if (known === null && !this.#deps.allowNewUsers)
-      return this.#refuseHere(
-        username,
-        'user_not_allowed',
-        'unknown user and ALLOW_NEW_USERS=false',
-        started,
-      );
+    const refused = await this.#deps.whoMayLogIn.beforeVerifying(username);
+    if (refused !== null) return this.#refuseHere(username, refused.failure, refused.reason, started);
     const verified = await this.#deps.authenticator.verify(username, password, clientIp);
     if (verified.ok) return { kind: 'verified', backend: verified.backend };
     // contract §3: whatever the backend; a directory that refuses a missing entry faster than a wrong
@@ -178,7 +163,7 @@ export class LoginProcedure {
     if (remaining > 0) await this.#sleep(remaining);
   }
 
-  /** After a verified password: the user rules, then a fresh session (session-start.ts). */
+  /** After a verified password: who may log in, then a fresh session (session-start.ts). */
   async #start(
     username: string,
     verified: { readonly backend?: string },

@@ -4,12 +4,12 @@
 // identity then meets the same user rules and session start as a password login (session-start.ts).
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { FlowSecrets, OidcProvider } from '../backends/oidc/provider.ts';
-import type { OidcFailure } from '../backends/oidc/settings.ts';
-import { USERNAME_MAX_LENGTH } from '../store/limits.ts';
-import type { FlowStore, UserStore } from '../store/types.ts';
+import type { ProviderFailure } from '../backends/oidc/settings.ts';
+import type { FlowStore } from '../store/types.ts';
 import { startSession } from './session-start.ts';
 import type { LoginClient, Sessions } from './sessions.ts';
-import { canonicalUsername, type UsernameCase } from './username.ts';
+import { storableUsername, type UsernameCase } from './username.ts';
+import type { WhoMayLogIn } from './who-may-log-in.ts';
 
 /** contract §10: a flow, and the state cookie that names it, last at most 10 minutes. */
 export const FLOW_LIFETIME_SECONDS = 600;
@@ -21,11 +21,17 @@ const NEXT_MAX_LENGTH = 2048;
 export interface OidcSignInDeps {
   readonly providers: readonly OidcProvider[];
   readonly flows: FlowStore;
-  readonly users: UserStore;
+  readonly whoMayLogIn: WhoMayLogIn;
   readonly sessions: Sessions;
-  readonly allowNewUsers: boolean;
   readonly usernameCase: UsernameCase;
 }
+
+/**
+ * Why a sign-in at a provider failed (contract §10), for the audit line and the metrics only: what the
+ * provider's side reported (backends/oidc/settings.ts), or a disabled user (who-may-log-in.ts; a user
+ * not allowed is `not_allowed`, as an identity the provider vouches for but that may not sign in).
+ */
+export type OidcFailure = ProviderFailure | 'user_disabled';
 
 export type StartOutcome =
   | { readonly kind: 'redirect'; readonly url: string; readonly handle: string }
@@ -97,8 +103,6 @@ function unseal(data: Buffer, idHash: Buffer, key: Buffer): Flow | null {
   }
 }
 
-const codePoints = (text: string) => Array.from(text).length;
-
 /** The sign-ins at every configured provider. */
 export class OidcSignIn {
   readonly #deps: OidcSignInDeps;
@@ -163,12 +167,17 @@ export class OidcSignIn {
 
     const verified = await provider.finish(query, flow);
     if (!verified.ok) return { kind: 'failure', failure: verified.failure, reason: verified.reason };
-    const canonical = canonicalUsername(verified.claim, this.#deps.usernameCase);
-    if (!canonical.ok)
-      return { kind: 'failure', failure: 'not_allowed', reason: `username: ${canonical.reason}` };
-    const username = canonical.username;
-    if (codePoints(username) > USERNAME_MAX_LENGTH)
-      return { kind: 'failure', failure: 'not_allowed', reason: 'username: too long', username };
+    const stored = storableUsername(verified.claim, this.#deps.usernameCase);
+    if (!stored.ok && stored.refused === 'profile')
+      return { kind: 'failure', failure: 'not_allowed', reason: `username: ${stored.reason}` };
+    if (!stored.ok)
+      return {
+        kind: 'failure',
+        failure: 'not_allowed',
+        reason: 'username: too long',
+        username: stored.username,
+      };
+    const { username } = stored;
 
     const started = await startSession(this.#deps, username, client, previousSessionId);
     if (started.kind === 'refused') {

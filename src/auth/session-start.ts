@@ -1,22 +1,16 @@
 // What follows a verified identity, whatever verified it (a password at a backend, contract §3, or
-// an identity provider, §10): the user rules, then a fresh session (§2).
-import type { UserStore } from '../store/types.ts';
+// an identity provider, §10): who may log in (who-may-log-in.ts), then a fresh session (§2).
 import type { LoginClient, Sessions } from './sessions.ts';
+import type { Refusal, WhoMayLogIn } from './who-may-log-in.ts';
 
 export interface SessionStartDeps {
-  readonly users: UserStore;
+  readonly whoMayLogIn: WhoMayLogIn;
   readonly sessions: Sessions;
-  /** contract §4: false admits only users that already exist. */
-  readonly allowNewUsers: boolean;
 }
 
 export type SessionStart =
   | { readonly kind: 'started'; readonly sessionId: string; readonly expiresAt: number }
-  | {
-      readonly kind: 'refused';
-      readonly failure: 'user_disabled' | 'user_not_allowed';
-      readonly reason: string;
-    };
+  | ({ readonly kind: 'refused' } & Refusal);
 
 /**
  * Records the login of `username` (created on first login when allowed), ends the session the
@@ -29,19 +23,15 @@ export async function startSession(
   client: LoginClient,
   previousSessionId: string | undefined,
 ): Promise<SessionStart> {
-  const admission = await deps.users.recordLogin(username, deps.sessions.now(), deps.allowNewUsers);
-  if (admission === 'disabled')
-    return { kind: 'refused', failure: 'user_disabled', reason: 'user is disabled' };
-  if (admission === 'unknown')
-    return { kind: 'refused', failure: 'user_not_allowed', reason: 'unknown user and ALLOW_NEW_USERS=false' };
+  const refused = await deps.whoMayLogIn.recordLogin(username, deps.sessions.now());
+  if (refused !== null) return { kind: 'refused', ...refused };
 
   await deps.sessions.end(previousSessionId);
   const session = await deps.sessions.start(username, client);
-  // A disable that raced this login has either seen this session (and deleted it) or is seen here.
-  const after = await deps.users.get(username);
-  if (after === null || !after.active) {
+  const raced = await deps.whoMayLogIn.afterSessionStart(username);
+  if (raced !== null) {
     await deps.sessions.end(session.id);
-    return { kind: 'refused', failure: 'user_disabled', reason: 'user was disabled during login' };
+    return { kind: 'refused', ...raced };
   }
   return { kind: 'started', sessionId: session.id, expiresAt: session.expiresAt };
 }

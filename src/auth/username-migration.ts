@@ -4,8 +4,7 @@
 
 import { USERNAME_MAX_LENGTH } from '../store/limits.ts';
 import type { Canonicalizer, Stores, UsernameFinding } from '../store/types.ts';
-import type { UsernameCase } from './username.ts';
-import { canonicalUsername, usernameProfile } from './username.ts';
+import { storableUsername, type UsernameCase, usernameProfile } from './username.ts';
 
 /**
  * What the database records its names were brought to: the profile and the Unicode version, so a
@@ -18,10 +17,10 @@ function profileTag(usernameCase: UsernameCase): string {
 /** The profile as the store is handed it: canonical and short enough to be stored (contract §4). */
 export function storedCanonicalizer(usernameCase: UsernameCase): Canonicalizer {
   return (name) => {
-    const result = canonicalUsername(name, usernameCase);
-    if (result.ok && [...result.username].length > USERNAME_MAX_LENGTH)
-      return { ok: false, reason: `its canonical form has more than ${USERNAME_MAX_LENGTH} characters` };
-    return result;
+    const stored = storableUsername(name, usernameCase);
+    if (stored.ok) return stored;
+    if (stored.refused === 'profile') return { ok: false, reason: stored.reason };
+    return { ok: false, reason: `its canonical form has more than ${USERNAME_MAX_LENGTH} characters` };
   };
 }
 
@@ -44,6 +43,22 @@ export async function migrateUsernames(
   if (findings === null) return []; // another process did it meanwhile
   for (const finding of findings) await stores.sessions.revokeUser(finding.username);
   return findings;
+}
+
+/**
+ * The migration as a serving process runs it at start-up (the server, a cluster's primary): every
+ * stored name it renamed or disabled told to `warn`, with the administrator's line (findingText).
+ */
+export async function migrateUsernamesAtStart(
+  stores: Stores,
+  usernameCase: UsernameCase,
+  warn: (
+    fields: { readonly username: string; readonly outcome: UsernameFinding['outcome'] },
+    line: string,
+  ) => void,
+): Promise<void> {
+  for (const finding of await migrateUsernames(stores, usernameCase))
+    warn({ username: finding.username, outcome: finding.outcome }, findingText(finding, true));
 }
 
 /** Characters a POSIX shell reads as themselves in a word (others are quoted). */

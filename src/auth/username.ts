@@ -1,12 +1,15 @@
-// Canonical usernames (contract §3, "One person, one identity"): the only place a username is
-// canonicalised. Login, the import, the CLI and the store's migration all call canonicalUsername.
+// Usernames (contract §3, "One person, one identity"; §4): the one home of the username's rules, its
+// canonical form and its length, counted in code points like every limit (codePointLength). A login,
+// an identity provider's claim, the import, the CLI, the group sync and the migration of stored
+// names all ask storableUsername.
 //
 // The PRECIS profiles of RFC 8265: UsernameCaseMapped (USERNAME_CASE=lower, the default) and
 // UsernameCasePreserved (USERNAME_CASE=preserve), over the IdentifierClass of RFC 8264 (see
 // precis-identifier.ts). Written here because no maintained PRECIS library exists for Node:
 // precis-js implements the obsolete RFC 7564 and is unmaintained. Without it, `ＬＥＮＡ`, `𝐥𝐞𝐧𝐚` or
 // `ⓛⓔⓝⓐ` would bind as lena at a directory that folds case and compatibility forms (OpenLDAP,
-// Active Directory) and become second users beside her (issue 22).
+// Active Directory) and become second users beside her.
+import { USERNAME_MAX_LENGTH } from '../store/limits.ts';
 import { bidiRuleRefusal } from './bidi-rule.ts';
 import { identifierClassRefusal } from './precis-identifier.ts';
 
@@ -90,6 +93,37 @@ export function canonicalUsername(input: string, usernameCase: UsernameCase): Ca
   }
   if (!result.ok) return result;
   return { ok: false, reason: 'it is not stable under the profile (RFC 8264 §7)' };
+}
+
+/**
+ * A text's length in code points: how contract §3 and §4 count every limit (a username's, a
+ * password's, a group field's), as PostgreSQL's char_length and the schemas' maxLength do. UTF-16
+ * units would count `𝐥` twice.
+ */
+export function codePointLength(text: string): number {
+  let length = 0;
+  for (const _ of text) length++;
+  return length;
+}
+
+/** A username as it can be stored (contract §3, §4), or why not: the profile refuses it, or too long. */
+export type StorableUsername =
+  | { readonly ok: true; readonly username: string }
+  | { readonly ok: false; readonly refused: 'profile'; readonly reason: string }
+  | { readonly ok: false; readonly refused: 'length'; readonly username: string };
+
+/**
+ * The canonical form of a (trimmed) username if it fits the store: at most USERNAME_MAX_LENGTH code
+ * points once canonical, since case mapping can lengthen a string ('İ' → 'i̇'). Every way a username
+ * enters (a login, an identity provider's claim, the import, the CLI, the sync, the migration of
+ * stored names) asks this, and words the refusal its own way.
+ */
+export function storableUsername(input: string, usernameCase: UsernameCase): StorableUsername {
+  const canonical = canonicalUsername(input, usernameCase);
+  if (!canonical.ok) return { ok: false, refused: 'profile', reason: canonical.reason };
+  if (codePointLength(canonical.username) > USERNAME_MAX_LENGTH)
+    return { ok: false, refused: 'length', username: canonical.username };
+  return canonical;
 }
 
 /** The sentence a refusal becomes in an error message: "… allowed by the … profile (RFC 8265): …". */

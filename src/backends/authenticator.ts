@@ -3,11 +3,14 @@
 // close. The chain (chain.ts) asks them in order; the login procedure (auth/login.ts) sees one
 // `Authenticator` whatever stands behind it.
 
-/** Why a login failed (contract §3); the client always sees one 403, the log and metrics see this. */
-export type LoginFailure =
+/**
+ * Why a backend did not log someone in (contract §3, §8): the password refused, input it will not
+ * send, its server unreachable, or misconfigured. Whether a user may log in at all is not a
+ * backend's to say: auth/ decides that (auth/who-may-log-in.ts), and its LoginFailure adds those
+ * refusals. The client always sees one 403; the log and the metrics see the class.
+ */
+export type BackendFailure =
   | 'bad_credentials'
-  | 'user_disabled'
-  | 'user_not_allowed'
   | 'rejected_input'
   | 'upstream_unavailable'
   | 'upstream_misconfigured';
@@ -15,7 +18,7 @@ export type LoginFailure =
 /** A backend's answer; `backend` names the one that decided (contract §8: audit line, metrics). */
 export type VerifyResult =
   | { ok: true; backend?: string }
-  | { ok: false; failure: LoginFailure; reason: string; backend?: string };
+  | { ok: false; failure: BackendFailure; reason: string; backend?: string };
 
 /** What a backend's guard reports for metrics: attempts running, waiting, and the breaker. */
 export interface GuardStats {
@@ -34,17 +37,26 @@ export interface Authenticator {
   refusalDelayMs(username: string): number;
   /** The longest one verify() can take: how long a guess may stay in flight (throttle.ts). */
   readonly maxVerifyMs: number;
+  /** The password backends behind it, by name, in the order asked; none when only providers sign in. */
+  readonly backendNames: readonly string[];
   /** Counters for metrics and readiness. */
   stats(): GuardStats;
   /** Readiness of every backend without credentials, by backend name: "ok" or why not (§8). */
-  readiness?(): Promise<Record<string, string>>;
+  readiness(): Promise<Record<string, string>>;
   /** Releases what the backends hold (the chain; single backends hold nothing between logins). */
-  close?(): Promise<void>;
+  close(): Promise<void>;
 }
 
 export type ProbeResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
 export type BackendKind = 'imap' | 'ldap';
+
+/** Told the kind, name, result and duration of every attempt that reached a server (metrics). */
+export type BackendObserver = (
+  backend: { readonly name: string; readonly kind: BackendKind },
+  result: VerifyResult,
+  seconds: number,
+) => void;
 
 /** One configured backend: IMAP or LDAP, behind its guard (guard.ts). */
 export interface Backend {

@@ -5,7 +5,7 @@
 // backend serves is refused without contacting any (the login procedure times every refusal, §3).
 
 import type { Authenticator, Backend, GuardStats, VerifyResult } from './authenticator.ts';
-import { cachedProbe } from './probe.ts';
+import { readinessOf } from './probe.ts';
 
 /** The domain part of `local@domain`, lower-cased; null without exactly one `@`. */
 export function mailDomain(username: string): string | null {
@@ -29,12 +29,8 @@ export interface ChainOptions {
 
 /** One Authenticator over ordered backends. */
 export function createChain(backends: readonly Backend[], options: ChainOptions): Authenticator {
-  const probes = backends.map((backend) => ({
-    name: backend.name,
-    probe: cachedProbe(() => backend.probe(), options.probeTtlMs),
-  }));
-
   return {
+    backendNames: backends.map((backend) => backend.name),
     async verify(username, password, clientIp): Promise<VerifyResult> {
       const serving = backendsFor(backends, username);
       // contract §8: no backend is contacted; the login procedure answers it as late as any refusal.
@@ -73,15 +69,7 @@ export function createChain(backends: readonly Backend[], options: ChainOptions)
         ),
       };
     },
-    async readiness() {
-      const answers = await Promise.all(
-        probes.map(async ({ name, probe }) => {
-          const result = await probe.check();
-          return [name, result.ok ? 'ok' : result.reason] as const;
-        }),
-      );
-      return Object.fromEntries(answers);
-    },
+    readiness: readinessOf(backends, options.probeTtlMs),
     async close() {
       await Promise.all(backends.map((backend) => backend.close()));
     },

@@ -2,11 +2,11 @@
 // single-flight of identical concurrent attempts, and a circuit breaker that fails fast after
 // repeated `upstream_unavailable`. One wrapper around any backend's single-attempt function, so
 // IMAP and LDAP share the design instead of copies of it.
-import { createHash } from 'node:crypto';
-import type { GuardStats, LoginFailure, VerifyResult } from './authenticator.ts';
+import type { BackendFailure, GuardStats, VerifyResult } from './authenticator.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { Limiter, QueueFullError, QueueTimeoutError } from './limiter.ts';
 import type { RefusalTiming } from './refusal-timing.ts';
+import { SingleFlight } from './single-flight.ts';
 
 /** One attempt against the server, with its own deadline; resolves, never hangs. */
 export type AttemptOnce = (username: string, password: string, clientIp: string) => Promise<VerifyResult>;
@@ -22,7 +22,7 @@ export interface GuardOptions {
   /** Told the result and duration of every attempt that reached the server (metrics). */
   readonly observe?: (result: VerifyResult, seconds: number) => void;
   /** Sorts an error the attempt threw into the failure classes. */
-  readonly classify: (error: unknown) => { failure: LoginFailure; reason: string };
+  readonly classify: (error: unknown) => { failure: BackendFailure; reason: string };
   /** Durations of recent refused passwords, which a refusal decided without the backend imitates (§3). */
   readonly timing: RefusalTiming;
   /**
@@ -39,18 +39,13 @@ export interface Guarded {
   stats(): GuardStats;
 }
 
-/** Stable key for single-flight: identical username and password share one attempt. */
-function flightKey(username: string, password: string): string {
-  return createHash('sha256').update(username).update('\0').update(password).digest('base64');
-}
-
 /** Wraps `once` in the cap, queue, single-flight and breaker. */
 export function guardAttempts(once: AttemptOnce, options: GuardOptions): Guarded {
   const breaker = options.breaker ?? new CircuitBreaker({ threshold: 5, openMs: 5000 });
   const observe = options.observe ?? (() => undefined);
   const now = options.now ?? (() => performance.now());
   const limiter = new Limiter(options.maxConcurrency, options.queueLimit);
-  const inFlight = new Map<string, Promise<VerifyResult>>();
+  const identical = new SingleFlight<VerifyResult>();
 
   const attempt = async (username: string, password: string, clientIp: string): Promise<VerifyResult> => {
     if (!breaker.tryAcquire()) {
@@ -85,19 +80,13 @@ export function guardAttempts(once: AttemptOnce, options: GuardOptions): Guarded
 
   return {
     verify(username, password, clientIp) {
-      const key = flightKey(username, password);
-      const running = inFlight.get(key);
-      if (running !== undefined) return running;
-      const started = now();
-      const promise = attempt(username, password, clientIp)
-        .then((result) => {
-          // contract §3: what a refusal decided without the backend imitates, queue wait included.
-          if (!result.ok && result.failure === 'bad_credentials') options.timing.record(now() - started);
-          return result;
-        })
-        .finally(() => inFlight.delete(key));
-      inFlight.set(key, promise);
-      return promise;
+      return identical.run(username, password, async () => {
+        const started = now();
+        const result = await attempt(username, password, clientIp);
+        // contract §3: what a refusal decided without the backend imitates, queue wait included.
+        if (!result.ok && result.failure === 'bad_credentials') options.timing.record(now() - started);
+        return result;
+      });
     },
     // contract §3: while the breaker is open or the queue full an attempt is refused at once, so a
     // refusal decided without the backend waits no more then either (issue 22, defect 3).

@@ -4,20 +4,20 @@ import type { OidcSettings } from '../backends/oidc/settings.ts';
 import type { RemovalLimit } from '../groups/sync/removal-guard.ts';
 import type { EdgeOptions } from '../http/edge.ts';
 import type { StoreOptions } from '../store/options.ts';
-import { readAuthConfig } from './auth-config.ts';
-import type { ConfiguredBackend, ConfiguredImap } from './backend-settings.ts';
+import { readAuthConfig } from './backends/auth-config.ts';
+import type { ConfiguredBackend } from './backends/chain.ts';
 import {
   backendsFromEnvironment,
   groupSyncFromEnvironment,
   imapFromEnvironment,
   syncLimits,
-} from './env-backends.ts';
+} from './backends/environment.ts';
+import { type GroupSyncConfig, parseRemovalLimit } from './backends/group-sync.ts';
+import type { ConfiguredImap } from './backends/imap.ts';
 import { type CleanedSettings, type Env, parseSettings, settingFiles } from './environment.ts';
 import { ConfigError } from './error.ts';
-import type { GroupSyncConfig } from './group-sync-config.ts';
 import type { LogLevel, SettingName, UsernameCase } from './settings.ts';
-import { parseRemovalLimit } from './settings-group-sync.ts';
-import { type StoreSettings, storeOptions } from './store-options.ts';
+import { type StoreSettings, storeOptions } from './stores/settings.ts';
 
 export { environmentWithDotenv } from './environment.ts';
 export { ConfigError } from './error.ts';
@@ -32,13 +32,13 @@ export interface Config extends StoreSettings {
   readonly host: string;
   readonly port: number;
   readonly workers: number;
-  /** What the stores are opened with (store-options.ts decides the rules of the settings above). */
+  /** What the stores are opened with (stores/settings.ts decides the rules of the settings above). */
   readonly store: StoreOptions;
   /** From the IMAP_* settings; `host` null when unset (the admin CLI runs without it). */
   readonly imap: ConfiguredImap;
   /**
    * The backends asked, in order (contract §8); from AUTH_BACKENDS or the AUTH_CONFIG file. Serving
-   * takes them through servingBackends (backend-settings.ts), which requires every IMAP host.
+   * takes them through servingBackends (backends/chain.ts), which requires every IMAP host.
    */
   readonly auth: {
     readonly backends: readonly ConfiguredBackend[];

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseDotenv } from 'dotenv';
 import { customCleanEnv } from 'envalid';
-import { ConfigError } from './error.ts';
+import { ConfigError, secretFromFile } from './error.ts';
 import { SETTINGS, type SettingName, settingRows } from './settings.ts';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -68,18 +68,9 @@ function settingValue(name: SettingName, env: Env): string | undefined {
   const variable = `${name}_FILE`;
   if (direct !== undefined && direct !== '')
     throw new ConfigError(variable, `set ${name} or ${variable}, not both`);
-  let content: string;
-  try {
-    content = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new ConfigError(
-      variable,
-      `cannot read "${file}" (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
-    );
-  }
-  const value = content.trim();
-  if (value === '') throw new ConfigError(variable, `"${file}" is empty`);
-  return value;
+  return secretFromFile(file, (message) => {
+    throw new ConfigError(variable, message);
+  });
 }
 
 /**

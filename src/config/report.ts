@@ -3,7 +3,7 @@
 import type { OidcSettings } from '../backends/oidc/settings.ts';
 import { removalLimitText } from '../groups/sync/removal-guard.ts';
 import { storeTls } from '../store/options.ts';
-import type { ConfiguredBackend } from './backend-settings.ts';
+import type { ConfiguredBackend } from './backends/chain.ts';
 import type { Config } from './config.ts';
 import { isLoopbackHost } from './error.ts';
 import { presentSetting, settingRows } from './settings.ts';

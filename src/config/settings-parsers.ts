@@ -5,12 +5,9 @@ import { isIP } from 'node:net';
 import { EnvError, makeValidator } from 'envalid';
 import type { UsernameCase } from '../auth/username.ts';
 import type { BackendKind } from '../backends/authenticator.ts';
-import type { ImapSettings } from '../backends/imap/settings.ts';
-import type { LdapSecurity } from '../backends/ldap/authenticator.ts';
 
 // The literal types of the layers that use the values: the table parses into them.
-export type { LdapSecurity, UsernameCase };
-export type ImapSecurity = ImapSettings['security'];
+export type { UsernameCase };
 export type BackendKindSetting = BackendKind;
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type TrustProxy = boolean | number | string[];

@@ -1,10 +1,12 @@
 // Every setting, once (contract §6): name, default, meaning, how it is parsed and how it is shown.
 // `config.ts` builds the typed Config from this table, `clubhouse config check` lists it, and the
 // table in docs/configuration.md is rendered from it (a test keeps the page equal to the
-// rendering), so the three cannot drift. Parsing is envalid's; the validators are in settings-parsers.ts and the
-// backends' rows in settings-backends.ts, the stores' in settings-stores.ts.
-import { BACKEND_SETTINGS } from './settings-backends.ts';
-import { GROUP_SYNC_SETTINGS } from './settings-group-sync.ts';
+// rendering), so the three cannot drift. Parsing is envalid's; the validators are in
+// settings-parsers.ts; the stores' rows are beside their rules in stores/, the backends' in backends/.
+import { CHAIN_SETTINGS } from './backends/chain.ts';
+import { GROUP_SYNC_SETTINGS } from './backends/group-sync.ts';
+import { IMAP_SETTINGS } from './backends/imap.ts';
+import { LDAP_SETTINGS } from './backends/ldap.ts';
 import {
   allowedHosts,
   boolean,
@@ -20,7 +22,7 @@ import {
   trustProxy,
   type UsernameCase,
 } from './settings-parsers.ts';
-import { STORE_SETTINGS } from './settings-stores.ts';
+import { STORE_SETTINGS } from './stores/settings.ts';
 
 export type { LogLevel, UsernameCase } from './settings-parsers.ts';
 
@@ -38,7 +40,9 @@ export const SETTINGS = {
     }),
   ),
   ...STORE_SETTINGS,
-  ...BACKEND_SETTINGS,
+  ...CHAIN_SETTINGS,
+  ...IMAP_SETTINGS,
+  ...LDAP_SETTINGS,
   ...GROUP_SYNC_SETTINGS,
   COOKIE_SECURE: row(
     boolean({

@@ -1,15 +1,12 @@
 // The fields of the import file (contract §4), checked one by one; the import (import.ts) and the
 // admin commands (cli/) share them, so a group or username is refused for the same reasons.
 
-import type { UsernameCase } from '../auth/username.ts';
-import { canonicalUsername, refusalText } from '../auth/username.ts';
+import { codePointLength, refusalText, storableUsername, type UsernameCase } from '../auth/username.ts';
 import type { ImportProblem } from '../store/errors.ts';
 import type { Group } from '../store/group-types.ts';
 import { GROUP_LIMITS, MAX_GROUP_ID, USERNAME_MAX_LENGTH } from '../store/limits.ts';
 
 const GROUP_FIELDS = new Set(['id', 'name', 'description', 'short_description', 'activities', 'type']);
-
-const length = (value: string): number => [...value].length;
 
 /**
  * Why a string cannot be stored and read back exactly, or null: SQLite's text ends at U+0000 when
@@ -39,11 +36,10 @@ export function checkUsername(
     return { reason: 'may not contain white space or control characters' };
   const unstorable = unstorableText(trimmed);
   if (unstorable !== null) return { reason: unstorable };
-  const canonical = canonicalUsername(trimmed, usernameCase);
-  if (!canonical.ok) return { reason: refusalText(canonical.reason, usernameCase) };
-  if (length(canonical.username) > USERNAME_MAX_LENGTH)
-    return { reason: `must have at most ${USERNAME_MAX_LENGTH} characters` };
-  return { username: canonical.username };
+  const stored = storableUsername(trimmed, usernameCase);
+  if (stored.ok) return { username: stored.username };
+  if (stored.refused === 'profile') return { reason: refusalText(stored.reason, usernameCase) };
+  return { reason: `must have at most ${USERNAME_MAX_LENGTH} characters` };
 }
 
 /** A group id: an integer from 1 to 2^31−1. */
@@ -105,7 +101,7 @@ function groupFields(entry: Record<string, unknown>, path: string, problems: Imp
       problems.push({ path: `${path}.${field}`, reason: 'may not be blank' });
     const unstorable = unstorableText(value);
     if (unstorable !== null) problems.push({ path: `${path}.${field}`, reason: unstorable });
-    if (length(value) > GROUP_LIMITS[field]) {
+    if (codePointLength(value) > GROUP_LIMITS[field]) {
       problems.push({
         path: `${path}.${field}`,
         reason: `must have at most ${GROUP_LIMITS[field]} characters`,

@@ -12,6 +12,7 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import type { Logger } from 'pino';
+import type { RequestMetrics } from '../metrics/requests.ts';
 import { logArrival, logCompletion } from './access-log.ts';
 import { hasOneHost, hostAllowed, isProbePath, requestHost, targetPath } from './allowed-hosts.ts';
 import { API_ERRORS, ApiError } from './api-errors.ts';
@@ -20,18 +21,17 @@ import { BODY_LIMIT_BYTES, installContentTypes } from './content-types.ts';
 import { apiEndpoints, type DeclareEndpoint, routeLabel, supportEveryMethod } from './endpoints.ts';
 import { frameworkErrorsHandler, installErrorHandling } from './errors.ts';
 import { responseHeaders } from './headers.ts';
-import type { Metrics } from './metrics.ts';
 import { nodeServerFactory } from './node-server.ts';
+import { OPENAPI_INFO } from './openapi.ts';
 import { FastRoutes, type RawReadDeps, rawReads } from './raw-reads.ts';
 import { requestId } from './request-id.ts';
-import { OPENAPI_INFO } from './schemas.ts';
 
 /** `true`, a hop count, or the proxy addresses/CIDRs whose forwarded headers are believed. */
 type TrustProxy = boolean | number | string | readonly string[];
 
 export interface EdgeOptions {
   readonly logger: Logger;
-  readonly metrics: Metrics;
+  readonly metrics: RequestMetrics;
   readonly trustedOrigins: readonly string[];
   /** contract §7: the Host names served; null: any Host. */
   readonly allowedHosts: readonly string[] | null;

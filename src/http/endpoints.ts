@@ -21,8 +21,8 @@ import type { Memory } from '../store/types.ts';
 import { methodNotAllowed } from './api-errors.ts';
 import { isTrustedPreflight, preflightHeaders } from './cors.ts';
 import { sendJson } from './headers.ts';
+import { HIDDEN } from './openapi.ts';
 import type { FastRead, FastRoutes } from './raw-reads.ts';
-import { SCHEMAS } from './schemas.ts';
 
 type Handler<G extends RouteGenericInterface> = RouteHandlerMethod<
   RawServerDefault,
@@ -38,28 +38,32 @@ interface RouteOptions {
   readonly preHandler?: preHandlerHookHandler;
 }
 
-/** What a route module declares on an endpoint. */
-interface EndpointRoutes {
-  get<G extends RouteGenericInterface = RouteGenericInterface>(
-    options: RouteOptions,
-    handler: Handler<G>,
-  ): void;
-  post<G extends RouteGenericInterface = RouteGenericInterface>(
-    options: RouteOptions,
-    handler: Handler<G>,
-  ): void;
-  delete<G extends RouteGenericInterface = RouteGenericInterface>(
-    options: RouteOptions,
-    handler: Handler<G>,
-  ): void;
-}
+/** Declares the route of one method on an endpoint. */
+type DeclareRoute = <G extends RouteGenericInterface = RouteGenericInterface>(
+  options: RouteOptions,
+  handler: Handler<G>,
+) => void;
+
+/**
+ * The methods an endpoint may declare, in the order Allow lists them (HEAD follows GET). Every one
+ * but GET is unsafe (RFC 9110 §9.2.1): it runs `beforeBody`, the CSRF check (contract §7).
+ */
+const DECLARABLE = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+type DeclarableMethod = (typeof DECLARABLE)[number];
+const UNSAFE: ReadonlySet<string> = new Set(DECLARABLE.filter((method) => method !== 'GET'));
+
+/** What a route module declares on an endpoint: one route per method. */
+type EndpointRoutes = { readonly [M in DeclarableMethod as Lowercase<M>]: DeclareRoute };
 
 interface EndpointOptions {
   /** The Fastify path; a trailing slash is the same endpoint (routerOptions.ignoreTrailingSlash). */
   readonly url: string;
   /** Name in the OPTIONS body. */
   readonly name: string;
-  /** Runs on POST and DELETE before the body is read (the CSRF check, contract §7 and §9). */
+  /**
+   * Runs on every unsafe method (POST, PUT, PATCH, DELETE) before the body is read: the CSRF check
+   * (contract §7 and §9).
+   */
   readonly beforeBody?: (request: FastifyRequest) => void;
   /**
    * Answers a GET or HEAD from memory on the raw read path before Fastify, when it can (raw-reads.ts);
@@ -105,47 +109,49 @@ function declareEndpoint(
   declare: (routes: EndpointRoutes) => void,
 ): void {
   const { url } = options;
-  const adders: { method: 'GET' | 'POST' | 'DELETE'; add: () => void }[] = [];
+  const declared = new Map<DeclarableMethod, () => void>();
   // attachValidation: input is checked by the handlers, which answer in the contract's own shapes
   // (DRF field errors, 404 for a bad id) rather than Fastify's.
+  const routeOf =
+    (method: DeclarableMethod): DeclareRoute =>
+    (route, handler) => {
+      declared.set(method, () =>
+        app.route({ method, url, ...routeOptions(route), attachValidation: true, handler }),
+      );
+    };
   declare({
-    get: (route, handler) =>
-      adders.push({
-        method: 'GET',
-        add: () => app.get(url, { ...routeOptions(route), attachValidation: true }, handler),
-      }),
-    post: (route, handler) =>
-      adders.push({
-        method: 'POST',
-        add: () => app.post(url, { ...routeOptions(route), attachValidation: true }, handler),
-      }),
-    delete: (route, handler) =>
-      adders.push({
-        method: 'DELETE',
-        add: () => app.delete(url, { ...routeOptions(route), attachValidation: true }, handler),
-      }),
+    get: routeOf('GET'),
+    post: routeOf('POST'),
+    put: routeOf('PUT'),
+    patch: routeOf('PATCH'),
+    delete: routeOf('DELETE'),
   });
-  const declared = new Set(adders.map((adder) => adder.method));
   const methods = [
-    ...(declared.has('GET') ? ['GET', 'HEAD'] : []),
-    ...(declared.has('POST') ? ['POST'] : []),
-    ...(declared.has('DELETE') ? ['DELETE'] : []),
+    ...DECLARABLE.filter((method) => declared.has(method)).flatMap((method) =>
+      method === 'GET' ? ['GET', 'HEAD'] : [method],
+    ),
     'OPTIONS',
   ];
   const allow = methods.join(', ');
-  const onRequest = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+  // contract §1: OPTIONS and the 405 of a method not declared answer before any session or CSRF check.
+  const onRequest = (_request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     reply.header('allow', allow);
-    if (request.method === 'POST' || request.method === 'DELETE') options.beforeBody?.(request);
+    done();
+  };
+  // contract §7: an unsafe method the endpoint declares is checked before its body is read.
+  const onDeclaredRequest = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    reply.header('allow', allow);
+    if (UNSAFE.has(request.method)) options.beforeBody?.(request);
     done();
   };
   function routeOptions(route: RouteOptions) {
     return {
       schema: route.schema,
-      onRequest,
+      onRequest: onDeclaredRequest,
       ...(route.preHandler === undefined ? {} : { preHandler: route.preHandler }),
     };
   }
-  for (const adder of adders) adder.add();
+  for (const add of declared.values()) add();
   if (options.fast !== undefined) {
     if (!declared.has('GET')) throw new Error(`${url}: a fast reader needs a GET route`);
     const memories = options.fastMemories ?? ['sessions', 'groups'];
@@ -153,14 +159,15 @@ function declareEndpoint(
   }
 
   const description = JSON.stringify({ name: options.name, methods });
-  app.options(url, { schema: SCHEMAS.options, onRequest }, (request, reply) => {
+  app.options(url, { schema: HIDDEN, onRequest }, (request, reply) => {
     if (isTrustedPreflight(request.headers, trustedOrigins)) reply.headers(preflightHeaders(allow));
     return sendJson(reply, 200, description);
   });
   app.route({
     method: app.supportedMethods.filter((method) => !methods.includes(method)),
     url,
-    schema: SCHEMAS.methodNotAllowed,
+    // The route of every method an endpoint refuses (405): not part of the API's description.
+    schema: HIDDEN,
     onRequest: [onRequest, (request, _reply, done) => done(methodNotAllowed(request.method, allow))],
     handler: () => {
       throw new Error('unreachable: the onRequest hook answered 405');

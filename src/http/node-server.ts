@@ -28,7 +28,7 @@ export function nodeServerFactory(
   return (handler, fastifyOptions) => {
     const server = createServer(fastifyOptions.http ?? {}, (request, response) => {
       let answered = false;
-      // A raw answer that turns out to need Fastify after all (after an asynchronous look).
+      // A raw answer that turns out to need Fastify after all (after an asynchronous catch-up).
       const fallback = () => {
         if (!response.headersSent) handler(request, response);
         else if (!response.writableEnded) response.destroy();

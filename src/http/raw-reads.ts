@@ -16,11 +16,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
 import { readCookies } from '../auth/cookies.ts';
+import type { RequestMetrics } from '../metrics/requests.ts';
 import type { FreshnessGate, Memory } from '../store/types.ts';
 import { logArrival, logCompletion } from './access-log.ts';
 import { hasOneHost } from './allowed-hosts.ts';
 import { JSON_CONTENT_TYPE, responseHeaderList } from './headers.ts';
-import type { Metrics } from './metrics.ts';
 import { requestId } from './request-id.ts';
 
 /**
@@ -90,7 +90,7 @@ export interface RawReadDeps {
   readonly routes: FastRoutes;
   readonly trustedOrigins: ReadonlySet<string>;
   readonly hostAllowed: (host: string | undefined) => boolean;
-  readonly metrics: Metrics;
+  readonly metrics: RequestMetrics;
   readonly logger: Logger;
   /** ACCESS_LOG: one line per request (access-log.ts). */
   readonly accessLog: boolean;

@@ -8,11 +8,11 @@ import type { UsernameCase } from '../auth/username.ts';
 import { API_ERRORS, ApiError, FieldErrors, throttled } from '../http/api-errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
-import type { Metrics } from '../http/metrics.ts';
 import type { FastAnswer } from '../http/raw-reads.ts';
 import { csrfGuard, LOGGED_OUT, loggedOut, secureCookies, singleHeader } from '../http/route-helpers.ts';
-import { SCHEMAS } from '../http/schemas.ts';
 import type { SessionHooks } from '../http/session.ts';
+import type { LoginMetrics } from '../metrics/logins.ts';
+import { AUTH_SCHEMAS } from './auth-schemas.ts';
 
 export interface AuthRouteDeps {
   readonly cookieSecure: boolean;
@@ -21,7 +21,7 @@ export interface AuthRouteDeps {
   readonly sessions: Sessions;
   readonly hooks: SessionHooks;
   readonly login: LoginProcedure;
-  readonly metrics: Metrics;
+  readonly metrics: LoginMetrics;
 }
 
 /** contract §3: check's answer for the session's user, or nobody (403 ""). */
@@ -96,12 +96,12 @@ export function registerAuthRoutes(endpoint: DeclareEndpoint, deps: AuthRouteDep
   };
   // The check reads the sessions alone: it waits for no catch-up of the groups.
   endpoint({ url: '/api/auth/check', name: 'Check', fast: fastCheck, fastMemories: ['sessions'] }, (routes) =>
-    routes.get({ schema: SCHEMAS.check, preHandler: deps.hooks.readSession }, check),
+    routes.get({ schema: AUTH_SCHEMAS.check, preHandler: deps.hooks.readSession }, check),
   );
   endpoint({ url: '/api/auth/login', name: 'Login', beforeBody: guard }, (routes) =>
-    routes.post({ schema: SCHEMAS.login }, doLogin),
+    routes.post({ schema: AUTH_SCHEMAS.login }, doLogin),
   );
   endpoint({ url: '/api/auth/logout', name: 'Logout', beforeBody: guard }, (routes) =>
-    routes.post({ schema: SCHEMAS.logout }, logout),
+    routes.post({ schema: AUTH_SCHEMAS.logout }, logout),
   );
 }

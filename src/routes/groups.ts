@@ -8,10 +8,10 @@ import { API_ERRORS, ApiError } from '../http/api-errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import type { FastAnswer, FastRequest } from '../http/raw-reads.ts';
-import { SCHEMAS } from '../http/schemas.ts';
 import { caller, type SessionHooks } from '../http/session.ts';
 import type { GroupStore } from '../store/group-types.ts';
 import type { FreshnessGate, GroupMemoryAnswers } from '../store/types.ts';
+import { GROUP_SCHEMAS } from './groups-schemas.ts';
 
 export interface GroupRouteDeps {
   readonly hooks: SessionHooks;
@@ -62,7 +62,7 @@ export function registerGroupRoutes(endpoint: DeclareEndpoint, deps: GroupRouteD
   // holds the same bytes already serialized (test/caches/groups-cached-json.test.ts compares the
   // two), sent as is with the same status and headers.
   endpoint({ url: '/api/group', name: 'Group List', fast: fastList }, (routes) =>
-    routes.get({ schema: SCHEMAS.groupList, preHandler: requireSession }, async (request, reply) => {
+    routes.get({ schema: GROUP_SCHEMAS.groupList, preHandler: requireSession }, async (request, reply) => {
       const username = caller(request);
       const json =
         memory === null ? undefined : await pageFromMemory(deps.freshness, () => memory.list(username));
@@ -74,7 +74,7 @@ export function registerGroupRoutes(endpoint: DeclareEndpoint, deps: GroupRouteD
   // the route only matches digits, and the range is checked after the session, like DRF's lookup.
   endpoint({ url: '/api/group/:id(^\\d+$)', name: 'Group Detail', fast: fastDetail }, (routes) =>
     routes.get<{ Params: { id: string } }>(
-      { schema: SCHEMAS.groupDetail, preHandler: requireSession },
+      { schema: GROUP_SCHEMAS.groupDetail, preHandler: requireSession },
       async (request, reply) => {
         const id = parseGroupId(request.params.id);
         if (id === null) throw new ApiError(API_ERRORS.NOT_FOUND);

@@ -14,15 +14,15 @@ import { keptUserAgent, newCsrfToken, type Sessions } from '../auth/sessions.ts'
 import { API_ERRORS, ApiError } from '../http/api-errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
-import type { Metrics } from '../http/metrics.ts';
 import { secureCookies, singleHeader } from '../http/route-helpers.ts';
-import { SCHEMAS } from '../http/schemas.ts';
+import type { LoginMetrics } from '../metrics/logins.ts';
+import { OIDC_SCHEMAS } from './oidc-schemas.ts';
 
 export interface OidcRouteDeps {
   readonly cookieSecure: boolean;
   readonly signIn: OidcSignIn;
   readonly sessions: Sessions;
-  readonly metrics: Metrics;
+  readonly metrics: LoginMetrics;
   /** Whether POST /api/auth/login has a password backend to ask (the web client shows the form). */
   readonly passwordLogin: boolean;
 }
@@ -108,14 +108,14 @@ export function registerOidcRoutes(endpoint: DeclareEndpoint, deps: OidcRouteDep
   };
 
   endpoint({ url: '/api/auth/providers', name: 'Providers' }, (routes) =>
-    routes.get({ schema: SCHEMAS.providers }, (_request, reply) =>
+    routes.get({ schema: OIDC_SCHEMAS.providers }, (_request, reply) =>
       sendJson(reply.header('x-password-login', String(deps.passwordLogin)), 200, providers),
     ),
   );
   endpoint({ url: '/api/auth/oidc/:name/start', name: 'Provider Sign-in' }, (routes) =>
-    routes.get<Params>({ schema: SCHEMAS.oidcStart }, start),
+    routes.get<Params>({ schema: OIDC_SCHEMAS.oidcStart }, start),
   );
   endpoint({ url: '/api/auth/oidc/:name/callback', name: 'Provider Callback' }, (routes) =>
-    routes.get<Params>({ schema: SCHEMAS.oidcCallback }, callback),
+    routes.get<Params>({ schema: OIDC_SCHEMAS.oidcCallback }, callback),
   );
 }

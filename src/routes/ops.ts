@@ -3,24 +3,27 @@
 import type { FastifyInstance } from 'fastify';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
-import type { Metrics } from '../http/metrics.ts';
-import { SCHEMAS } from '../http/schemas.ts';
+import { HIDDEN } from '../http/openapi.ts';
+import type { MetricsExposition } from '../metrics/metrics.ts';
 import { StoreMisconfiguredError, StoreUnavailableError } from '../store/errors.ts';
 import type { Stores } from '../store/types.ts';
 
 export interface OpsDeps {
   readonly stores: Pick<Stores, 'ping' | 'tls'>;
-  /** Every backend's readiness by name (contract §8): "ok" or why not, probed without credentials. */
-  readonly backends: () => Promise<Record<string, string>>;
+  /**
+   * The readiness of every backend and identity provider by name (contract §8, §10): "ok" or why
+   * not, probed without credentials; each part answers for its own names, in this order.
+   */
+  readonly parts: readonly (() => Promise<Record<string, string>>)[];
   /** Null when /metrics is served on METRICS_PORT instead. */
-  readonly metrics: Metrics | null;
+  readonly metrics: MetricsExposition | null;
 }
 
 /** Seconds a load balancer is told to wait before asking /readyz again. */
 const READY_RETRY_AFTER_SECONDS = 5;
 
-/** What each part answers: "ok" or why not. */
-async function readiness(deps: Pick<OpsDeps, 'stores' | 'backends'>): Promise<Record<string, string>> {
+/** What each part answers, the stores first: "ok" or why not. */
+async function readiness(deps: Pick<OpsDeps, 'stores' | 'parts'>): Promise<Record<string, string>> {
   const stores = deps.stores.ping().then(
     () => 'ok',
     (err: unknown) => {
@@ -30,8 +33,8 @@ async function readiness(deps: Pick<OpsDeps, 'stores' | 'backends'>): Promise<Re
       return 'unavailable';
     },
   );
-  const [store, backends] = await Promise.all([stores, deps.backends()]);
-  return { stores: store, ...backends };
+  const [store, ...parts] = await Promise.all([stores, ...deps.parts.map((part) => part())]);
+  return Object.assign({ stores: store }, ...parts);
 }
 
 /** Registers /healthz, /readyz and (unless on its own port) /metrics. */
@@ -51,7 +54,7 @@ export function registerOps(fastify: FastifyInstance, deps: OpsDeps): void {
   const { metrics } = deps;
   if (metrics !== null) {
     fastify.get('/metrics', async (_request, reply) =>
-      reply.type(metrics.registry.contentType).send(await metrics.text()),
+      reply.type(metrics.contentType).send(await metrics.text()),
     );
   }
 }
@@ -59,8 +62,6 @@ export function registerOps(fastify: FastifyInstance, deps: OpsDeps): void {
 /** GET /api/schema: what @fastify/swagger made of the route schemas (registered before every route). */
 export function registerSchemaRoute(app: FastifyInstance, endpoint: DeclareEndpoint): void {
   endpoint({ url: '/api/schema', name: 'Schema' }, (routes) =>
-    routes.get({ schema: SCHEMAS.schema }, (_request, reply) =>
-      sendJson(reply, 200, JSON.stringify(app.swagger())),
-    ),
+    routes.get({ schema: HIDDEN }, (_request, reply) => sendJson(reply, 200, JSON.stringify(app.swagger()))),
   );
 }

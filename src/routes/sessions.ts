@@ -8,8 +8,8 @@ import { API_ERRORS, ApiError } from '../http/api-errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
 import { clearSessionHeaders, csrfGuard, loggedOut } from '../http/route-helpers.ts';
-import { SCHEMAS } from '../http/schemas.ts';
 import { caller, type SessionHooks } from '../http/session.ts';
+import { SESSION_SCHEMAS } from './sessions-schemas.ts';
 
 export interface SessionRouteDeps {
   readonly cookieSecure: boolean;
@@ -25,7 +25,7 @@ export function registerSessionRoutes(endpoint: DeclareEndpoint, deps: SessionRo
   const guard = csrfGuard(deps.trustedOrigins);
 
   endpoint({ url: '/api/auth/sessions', name: 'Session List' }, (routes) =>
-    routes.get({ schema: SCHEMAS.sessionList, preHandler: requireSession }, async (request, reply) =>
+    routes.get({ schema: SESSION_SCHEMAS.sessionList, preHandler: requireSession }, async (request, reply) =>
       sendJson(
         reply,
         200,
@@ -35,7 +35,7 @@ export function registerSessionRoutes(endpoint: DeclareEndpoint, deps: SessionRo
   );
   endpoint({ url: '/api/auth/sessions/:id', name: 'Session', beforeBody: guard }, (routes) =>
     routes.delete<{ Params: { id: string } }>(
-      { schema: SCHEMAS.sessionDelete, preHandler: requireSession },
+      { schema: SESSION_SCHEMAS.sessionDelete, preHandler: requireSession },
       async (request, reply) => {
         const current = readCookies(request.headers).sessionid;
         const ended = await sessions.endByHandle(caller(request), request.params.id, current);
@@ -47,9 +47,12 @@ export function registerSessionRoutes(endpoint: DeclareEndpoint, deps: SessionRo
     ),
   );
   endpoint({ url: '/api/auth/logout-everywhere', name: 'Logout Everywhere', beforeBody: guard }, (routes) =>
-    routes.post({ schema: SCHEMAS.logoutEverywhere, preHandler: requireSession }, async (request, reply) => {
-      await sessions.endAll(caller(request));
-      return loggedOut(cookieSecure, request, reply);
-    }),
+    routes.post(
+      { schema: SESSION_SCHEMAS.logoutEverywhere, preHandler: requireSession },
+      async (request, reply) => {
+        await sessions.endAll(caller(request));
+        return loggedOut(cookieSecure, request, reply);
+      },
+    ),
   );
 }

@@ -1,4 +1,4 @@
-// The data limits of contract §4, in one place: the API schemas (schemas.ts), the import and CLI
+// The data limits of contract §4, in one place: the API schemas (routes/*-schemas.ts), the import and CLI
 // validation (groups/import-fields.ts, cli/group-commands.ts) read them here, and
 // test/store/contract.test.ts proves that the migrated database of every store enforces exactly
 // these numbers (a change here without a migration fails that test).

@@ -1,5 +1,5 @@
 // What the store layer is given to open (contract §6): plain values, parsed and checked by whoever
-// read the settings (config/store-options.ts). The store reads no environment and no URL; what a
+// read the settings (config/stores/settings.ts). The store reads no environment and no URL; what a
 // target becomes for a driver (the CA file read, pg's `ssl`, ioredis's `tls`) is each driver's own.
 
 import type { GroupMemoryLimits } from './freshness/group-memory.ts';

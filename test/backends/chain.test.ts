@@ -4,7 +4,7 @@
 // drawn from its own route's backends (§3).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Backend, LoginFailure, VerifyResult } from '../../src/backends/authenticator.ts';
+import type { Backend, BackendFailure, VerifyResult } from '../../src/backends/authenticator.ts';
 import { backendsFor, createChain, mailDomain } from '../../src/backends/chain.ts';
 
 type Script = (username: string, password: string) => VerifyResult | Promise<VerifyResult>;
@@ -41,7 +41,7 @@ function scripted(name: string, script: Script, domains: string[] | null = null)
 }
 
 const refuse =
-  (failure: LoginFailure): Script =>
+  (failure: BackendFailure): Script =>
   () => ({ ok: false, failure, reason: failure });
 const accept =
   (password: string): Script =>

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createAuthenticator } from '../../src/backends/build.ts';
-import { servingBackends } from '../../src/config/backend-settings.ts';
+import { servingBackends } from '../../src/config/backends/chain.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
 import { type Dovecot, startDovecot } from '../helpers/dovecot.ts';

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { type App, buildApp, SERVING_MEMORY } from '../../src/app.ts';
 import type { Authenticator, VerifyResult } from '../../src/backends/authenticator.ts';
-import type { ImapAuthenticatorOptions } from '../../src/backends/imap/authenticator.ts';
+import type { ImapSeams } from '../../src/backends/imap/backend.ts';
 import { type Config, loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { openStores } from '../../src/store/open.ts';
@@ -40,7 +40,7 @@ export interface TestAppOptions {
   /** Use the real IMAP authenticator against this Dovecot (plain port on loopback unless env says else). */
   readonly dovecot?: Dovecot;
   /** Seams of that real IMAP authenticator (its clock, its login function, its refusal timing). */
-  readonly imap?: ImapAuthenticatorOptions;
+  readonly imap?: ImapSeams;
   readonly authenticator?: Authenticator;
   /** How a refused login waits out its delay (default the real timer). */
   readonly sleep?: (ms: number) => Promise<void>;
@@ -146,6 +146,17 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   }
 }
 
+/**
+ * What a fake authenticator has beside verify: one password backend that is never probed (so /readyz
+ * names none), nothing to close, an idle guard.
+ */
+export const FAKE_CHAIN = {
+  backendNames: ['fake'],
+  readiness: async () => ({}),
+  close: async () => undefined,
+  stats: () => ({ active: 0, queued: 0, breaker: 'closed' }),
+};
+
 /** A fake authenticator that accepts `passwords` and counts calls (for tests that are not about IMAP). */
 export function fakeAuthenticator(passwords: Record<string, string>): Authenticator & { calls: number } {
   const fake = {
@@ -159,7 +170,7 @@ export function fakeAuthenticator(passwords: Record<string, string>): Authentica
     // It refuses at once, so a refusal decided without it takes no time either (contract §3).
     refusalDelayMs: () => 0,
     maxVerifyMs: 1000,
-    stats: () => ({ active: 0, queued: 0, breaker: 'closed' }),
+    ...FAKE_CHAIN,
   };
   return fake;
 }

@@ -4,14 +4,14 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { VerifyResult } from '../../src/backends/authenticator.ts';
 import { CircuitBreaker } from '../../src/backends/breaker.ts';
-import { createImapAuthenticator } from '../../src/backends/imap/authenticator.ts';
+import { createImapBackend, type ImapSeams } from '../../src/backends/imap/backend.ts';
 import { classifyImapError, ImapClosedError, ImapProtocolError } from '../../src/backends/imap/lines.ts';
 import type { ImapSettings } from '../../src/backends/imap/settings.ts';
 import { RefusalTiming } from '../../src/backends/refusal-timing.ts';
-import { backendTls } from '../../src/backends/tls.ts';
 
-/** The scripted logins below never connect: any TLS options will do. */
-const TEST_TLS = backendTls('127.0.0.1', null);
+/** The IMAP backend of these settings with scripted seams (its logins never connect). */
+const imapBackend = (imap: ImapSettings, seams: ImapSeams) =>
+  createImapBackend({ kind: 'imap', name: 'imap', domains: null, imap }, undefined, seams);
 
 const SETTINGS: ImapSettings = {
   host: '127.0.0.1',
@@ -58,7 +58,7 @@ describe('IMAP guards', () => {
       clock.ms += 37;
       return answers[username]!;
     };
-    const auth = createImapAuthenticator(SETTINGS, TEST_TLS, {
+    const auth = imapBackend(SETTINGS, {
       login,
       timing: new RefusalTiming(60_000),
       now: () => clock.ms,
@@ -78,11 +78,14 @@ describe('IMAP guards', () => {
   test('a refusal is timed from before its queue wait, as the client waited (contract §3)', async () => {
     const gate = gatedLogin();
     const clock = { ms: 0 };
-    const auth = createImapAuthenticator({ ...SETTINGS, maxConcurrency: 1 }, TEST_TLS, {
-      login: gate.login,
-      timing: new RefusalTiming(60_000),
-      now: () => clock.ms,
-    });
+    const auth = imapBackend(
+      { ...SETTINGS, maxConcurrency: 1 },
+      {
+        login: gate.login,
+        timing: new RefusalTiming(60_000),
+        now: () => clock.ms,
+      },
+    );
     const refused: VerifyResult = { ok: false, failure: 'bad_credentials', reason: 'IMAP NO' };
     const first = auth.verify('a', 'pw', '192.0.2.1');
     const second = auth.verify('b', 'pw', '192.0.2.1');
@@ -104,7 +107,7 @@ describe('IMAP guards', () => {
 
   test('at most IMAP_MAX_CONCURRENCY attempts run; more wait in a bounded queue; a full queue fails', async () => {
     const gate = gatedLogin();
-    const auth = createImapAuthenticator(SETTINGS, TEST_TLS, { login: gate.login });
+    const auth = imapBackend(SETTINGS, { login: gate.login });
     const results = ['a', 'b', 'c', 'd'].map((u) => auth.verify(u, 'pw', '192.0.2.1'));
     await tick();
     assert.equal(gate.calls, 2, 'two run');
@@ -124,9 +127,12 @@ describe('IMAP guards', () => {
 
   test('a queued attempt gives up after IMAP_TIMEOUT_MS', async () => {
     const gate = gatedLogin();
-    const auth = createImapAuthenticator({ ...SETTINGS, maxConcurrency: 1, timeoutMs: 50 }, TEST_TLS, {
-      login: gate.login,
-    });
+    const auth = imapBackend(
+      { ...SETTINGS, maxConcurrency: 1, timeoutMs: 50 },
+      {
+        login: gate.login,
+      },
+    );
     const first = auth.verify('a', 'pw', '192.0.2.1');
     const second = auth.verify('b', 'pw', '192.0.2.1');
     assert.deepEqual(await second, {
@@ -141,9 +147,12 @@ describe('IMAP guards', () => {
 
   test('identical concurrent attempts share one IMAP login; different passwords do not', async () => {
     const gate = gatedLogin();
-    const auth = createImapAuthenticator({ ...SETTINGS, maxConcurrency: 100, queueLimit: 100 }, TEST_TLS, {
-      login: gate.login,
-    });
+    const auth = imapBackend(
+      { ...SETTINGS, maxConcurrency: 100, queueLimit: 100 },
+      {
+        login: gate.login,
+      },
+    );
     const same = Array.from({ length: 50 }, () => auth.verify('alice', 'pw', '192.0.2.1'));
     const other = auth.verify('alice', 'other', '192.0.2.1');
     await tick();
@@ -163,7 +172,7 @@ describe('IMAP guards', () => {
     const breaker = new CircuitBreaker({ threshold: 3, openMs: 5000, now: () => now });
     let calls = 0;
     let answer: VerifyResult = { ok: false, failure: 'upstream_unavailable', reason: 'ECONNREFUSED' };
-    const auth = createImapAuthenticator(SETTINGS, TEST_TLS, {
+    const auth = imapBackend(SETTINGS, {
       login: async () => {
         calls++;
         return answer;
@@ -193,7 +202,7 @@ describe('IMAP guards', () => {
   });
 
   test('bad credentials never open the breaker', async () => {
-    const auth = createImapAuthenticator(SETTINGS, TEST_TLS, {
+    const auth = imapBackend(SETTINGS, {
       login: async () => ({ ok: false, failure: 'bad_credentials', reason: 'IMAP NO' }),
     });
     for (let i = 0; i < 20; i++) await auth.verify(`u${i}`, 'pw', '192.0.2.1');

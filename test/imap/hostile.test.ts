@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { LoginFailure } from '../../src/backends/authenticator.ts';
+import type { BackendFailure } from '../../src/backends/authenticator.ts';
 import { loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certs.ts';
 import { type HostileOptions, startHostileImap } from '../helpers/hostile-imap.ts';
@@ -28,7 +28,7 @@ interface Trick {
   readonly name: string;
   readonly server: HostileOptions;
   readonly security: 'tls' | 'starttls' | 'plain';
-  readonly failure: LoginFailure;
+  readonly failure: BackendFailure;
   /** The answer comes only at the deadline (a stall). */
   readonly stalls?: boolean;
   /** The readiness probe meets this trick too (it sends no login). */

@@ -11,9 +11,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { LoginFailure } from '../../src/backends/authenticator.ts';
+import type { BackendFailure } from '../../src/backends/authenticator.ts';
 import { createAuthenticator } from '../../src/backends/build.ts';
-import { servingBackends } from '../../src/config/backend-settings.ts';
+import { servingBackends } from '../../src/config/backends/chain.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certs.ts';
@@ -42,7 +42,7 @@ interface Trick {
   readonly name: string;
   readonly server: Omit<HostileLdapOptions, 'cert' | 'serviceDn'>;
   readonly mode: 'direct' | 'search';
-  readonly failure: LoginFailure;
+  readonly failure: BackendFailure;
   readonly reason: string | RegExp;
   /** The trick strikes the service account's bind, which the readiness probe makes too. */
   readonly probe?: boolean;

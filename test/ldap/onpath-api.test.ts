@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createAuthenticator } from '../../src/backends/build.ts';
-import { servingBackends } from '../../src/config/backend-settings.ts';
+import { servingBackends } from '../../src/config/backends/chain.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
 import { forgedSuccessPrefix, type LdapRelay, startLdapRelay } from '../helpers/ldap-relay.ts';

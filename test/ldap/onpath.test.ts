@@ -12,7 +12,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { VerifyResult } from '../../src/backends/authenticator.ts';
-import { type LdapSettings, ldapLoginOnce, probeLdap } from '../../src/backends/ldap/authenticator.ts';
+import { ldapLoginOnce, probeLdap } from '../../src/backends/ldap/authenticator.ts';
+import type { LdapSettings } from '../../src/backends/ldap/settings.ts';
 import { backendTls } from '../../src/backends/tls.ts';
 import {
   bindResponse,

@@ -6,12 +6,13 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import type { Authenticator, VerifyResult } from '../../src/backends/authenticator.ts';
-import { createImapAuthenticator } from '../../src/backends/imap/authenticator.ts';
-import { backendTls } from '../../src/backends/tls.ts';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { createImapBackend, type ImapSeams } from '../../src/backends/imap/backend.ts';
+import type { ImapSettings } from '../../src/backends/imap/settings.ts';
+import { FAKE_CHAIN, startTestApp, type TestApp } from '../helpers/app.ts';
 
-/** The scripted logins below never connect: any TLS options will do. */
-const TEST_TLS = backendTls('127.0.0.1', null);
+/** The IMAP backend of these settings with scripted seams (its logins never connect). */
+const imapBackend = (imap: ImapSettings, seams: ImapSeams) =>
+  createImapBackend({ kind: 'imap', name: 'imap', domains: null, imap }, undefined, seams);
 
 const FLOOR = 500;
 
@@ -29,7 +30,7 @@ function clockedBackend(clock: { ms: number }, ms: number, imitated: () => numbe
     },
     refusalDelayMs: imitated,
     maxVerifyMs: 10_000,
-    stats: () => ({ active: 0, queued: 0, breaker: 'closed' }),
+    ...FAKE_CHAIN,
   } satisfies Authenticator & Record<string, unknown>;
   return backend;
 }
@@ -171,7 +172,7 @@ describe('while the backend fails fast, so does the imitation of its refusals', 
   test('the breaker open: the IMAP refusal delay is 0, then the recorded refusals again', async () => {
     let now = 0;
     let down = false;
-    const auth = createImapAuthenticator(
+    const auth = imapBackend(
       {
         host: '127.0.0.1',
         port: 1,
@@ -182,7 +183,6 @@ describe('while the backend fails fast, so does the imitation of its refusals', 
         queueLimit: 0,
         forwardClientIp: false,
       },
-      TEST_TLS,
       {
         now: () => now,
         login: async () => {
@@ -204,7 +204,7 @@ describe('while the backend fails fast, so does the imitation of its refusals', 
   test('the queue full: the refusal delay is 0 while it is', async () => {
     let now = 0;
     let release: () => void = () => undefined;
-    const auth = createImapAuthenticator(
+    const auth = imapBackend(
       {
         host: '127.0.0.1',
         port: 1,
@@ -215,7 +215,6 @@ describe('while the backend fails fast, so does the imitation of its refusals', 
         queueLimit: 0,
         forwardClientIp: false,
       },
-      TEST_TLS,
       {
         now: () => now,
         login: () =>

@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { VerifyResult } from '../../src/backends/authenticator.ts';
-import { IMAP_REFUSAL_SEED_MS } from '../../src/backends/imap/authenticator.ts';
+import { IMAP_REFUSAL_SEED_MS } from '../../src/backends/imap/backend.ts';
 import { verifyImapLogin } from '../../src/backends/imap/client.ts';
 import { RefusalTiming } from '../../src/backends/refusal-timing.ts';
 import { fakeAuthenticator, startTestApp, type TestApp } from '../helpers/app.ts';

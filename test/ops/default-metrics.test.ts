@@ -1,9 +1,9 @@
 // Node's process metrics on /metrics (contract §6): every one of prom-client's default metrics but
-// the GC-duration histogram, which issue 14 measured at 11 % of a cached check's CPU (src/http/metrics.ts).
+// the GC-duration histogram, which issue 14 measured at 11 % of a cached check's CPU (src/metrics/metrics.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import client from 'prom-client';
-import { createMetrics, registerDefaultMetrics } from '../../src/http/metrics.ts';
+import { createMetrics, registerDefaultMetrics } from '../../src/metrics/metrics.ts';
 
 /** The metric names a registry exposes. */
 async function names(registry: client.Registry): Promise<Set<string>> {

@@ -1,11 +1,11 @@
-// Issue 14: the request counter and histogram tallied by src/http/request-metrics.ts must expose exactly
+// Issue 14: the request counter and histogram tallied by src/metrics/requests.ts must expose exactly
 // what prom-client's own Counter and Histogram expose for the same observations: the text of a
 // scrape, the JSON a worker sends its primary, and the sum over two workers.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import client from 'prom-client';
-import { requestMetrics } from '../../src/http/request-metrics.ts';
+import { requestMetrics } from '../../src/metrics/requests.ts';
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const NAMES = { total: 'x_requests_total', duration: 'x_request_duration_seconds' };

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
-import { sqlitePath } from '../../src/config/store-options.ts';
+import { sqlitePath } from '../../src/config/stores/settings.ts';
 import { StoreUnavailableError } from '../../src/store/errors.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
 

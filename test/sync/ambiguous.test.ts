@@ -7,7 +7,8 @@
 // same directory; and a directory of posixGroups alone (names by memberUid only) is checked too.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { type LdapSettings, ldapLoginOnce } from '../../src/backends/ldap/authenticator.ts';
+import { ldapLoginOnce } from '../../src/backends/ldap/authenticator.ts';
+import type { LdapSettings } from '../../src/backends/ldap/settings.ts';
 import { backendTls } from '../../src/backends/tls.ts';
 import type { Stores } from '../../src/store/types.ts';
 import {

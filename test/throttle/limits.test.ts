@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, test } from 'node:test';
 import type { Authenticator, VerifyResult } from '../../src/backends/authenticator.ts';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { FAKE_CHAIN, startTestApp, type TestApp } from '../helpers/app.ts';
 import { sqliteDb } from '../helpers/engines.ts';
 import { describeEachStore, type StoreData } from '../helpers/stores.ts';
 
@@ -27,7 +27,7 @@ function scriptedAuthenticator() {
     },
     refusalDelayMs: () => 0,
     maxVerifyMs: 10_000,
-    stats: () => ({ active: 0, queued: 0, breaker: 'closed' }),
+    ...FAKE_CHAIN,
   } satisfies Authenticator & Record<string, unknown>;
   return auth;
 }

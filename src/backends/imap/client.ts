@@ -3,7 +3,7 @@
 // A login is verified only by the tagged OK to our own LOGIN/AUTHENTICATE, over TLS unless `plain`;
 // a PREAUTH greeting, an untagged OK, another tag's answer or anything out of protocol is
 // `upstream_misconfigured`. One deadline covers everything; the socket is destroyed in `finally`.
-import type { LoginFailure, ProbeResult, VerifyResult } from '../authenticator.ts';
+import type { BackendFailure, ProbeResult, VerifyResult } from '../authenticator.ts';
 import type { TlsOptions } from '../tls.ts';
 import { idCommand, loginSegments } from './commands.ts';
 import { Connection } from './connection.ts';
@@ -31,7 +31,7 @@ async function withConnection<T>(
   settings: ImapSettings,
   tls: TlsOptions,
   work: (conn: Connection) => Promise<T>,
-  failed: (failure: LoginFailure, reason: string) => T,
+  failed: (failure: BackendFailure, reason: string) => T,
 ): Promise<T> {
   let conn: Connection | null = null;
   let timer: NodeJS.Timeout | undefined;

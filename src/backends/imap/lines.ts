@@ -5,7 +5,7 @@
 // charset tables worth ~33 MiB) that do not bound what a hostile server sends. Also here: the
 // errors that end an attempt and their failure classes.
 import type { Socket } from 'node:net';
-import type { LoginFailure } from '../authenticator.ts';
+import type { BackendFailure } from '../authenticator.ts';
 import { tlsFailure } from '../tls.ts';
 
 /** RFC 9051 §4 does not bound a line; 8 KiB holds any greeting, CAPABILITY or login answer. */
@@ -165,7 +165,7 @@ export class ResponseReader {
 }
 
 /** Sorts what ended an attempt into the contract's failure classes (contract §3, §5). */
-export function classifyImapError(error: unknown): { failure: LoginFailure; reason: string } {
+export function classifyImapError(error: unknown): { failure: BackendFailure; reason: string } {
   if (error instanceof ImapProtocolError) return { failure: 'upstream_misconfigured', reason: error.message };
   if (error instanceof ImapClosedError) return { failure: 'upstream_unavailable', reason: error.message };
   const err = (error ?? {}) as { message?: unknown; code?: unknown };

@@ -5,35 +5,15 @@
 // over TLS, to our own bind; one deadline covers it all and the connection is always closed. On
 // ldapts: maintained, typed, no native parts, its own RFC 4515 escaper and BER writer.
 import type { Client } from 'ldapts';
-import type { LoginFailure, ProbeResult, VerifyResult } from '../authenticator.ts';
+import type { BackendFailure, ProbeResult, VerifyResult } from '../authenticator.ts';
 import type { TlsOptions } from '../tls.ts';
-import { type LdapSecurity, withLdapConnection } from './connection.ts';
+import { withLdapConnection } from './connection.ts';
 import { isUnderBase, parseDn } from './dn.ts';
 import { classifyLdapError, LdapFailure, outOfProtocol } from './errors.ts';
 import { escapeDnValue, escapeFilterValue, fillTemplate } from './escape.ts';
+import type { LdapSettings } from './settings.ts';
 
-export type { LdapSecurity };
-export { classifyLdapError };
-
-export interface LdapSettings {
-  /** `ldaps://host[:636]` or `ldap://host[:389]`. */
-  readonly url: string;
-  readonly security: LdapSecurity;
-  /** `plain` to a host that is not loopback was asked for by name. */
-  readonly allowPlaintext: boolean;
-  readonly caFile: string | null;
-  /** Direct bind: a DN template with `{username}`; null for search-then-bind. */
-  readonly userDn: string | null;
-  readonly bindDn: string | null;
-  readonly bindPassword: string | null;
-  readonly baseDn: string | null;
-  readonly userFilter: string;
-  readonly timeoutMs: number;
-  readonly maxConcurrency: number;
-  readonly queueLimit: number;
-}
-
-type Failure = { ok: false; failure: LoginFailure; reason: string };
+type Failure = { ok: false; failure: BackendFailure; reason: string };
 
 const refused = (reason: string): Failure => ({ ok: false, failure: 'bad_credentials', reason });
 

@@ -8,13 +8,12 @@ import { connect as netConnect, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { connect as tlsConnect } from 'node:tls';
 import { Client } from 'ldapts';
-import type { LoginFailure } from '../authenticator.ts';
+import type { BackendFailure } from '../authenticator.ts';
 import type { TlsOptions } from '../tls.ts';
 import { classifyLdapError, LdapFailure } from './errors.ts';
 import { type FrameGuard, guardFrames } from './frame-guard.ts';
+import type { LdapSecurity } from './settings.ts';
 import { startTls } from './starttls.ts';
-
-export type LdapSecurity = 'tls' | 'starttls' | 'plain';
 
 /** What a connection needs of the LDAP settings. */
 export interface LdapEndpoint {
@@ -103,7 +102,7 @@ export async function withLdapConnections<T>(
   tls: TlsOptions,
   count: number,
   work: (connections: readonly LdapConnection[]) => Promise<T>,
-  failed: (failure: LoginFailure, reason: string) => T,
+  failed: (failure: BackendFailure, reason: string) => T,
 ): Promise<T> {
   const sockets: Socket[] = [];
   const guards: FrameGuard[] = [];
@@ -147,7 +146,7 @@ export function withLdapConnection<T>(
   endpoint: LdapEndpoint,
   tls: TlsOptions,
   work: (client: Client) => Promise<T>,
-  failed: (failure: LoginFailure, reason: string) => T,
+  failed: (failure: BackendFailure, reason: string) => T,
 ): Promise<T> {
   return withLdapConnections(
     endpoint,

@@ -2,14 +2,14 @@
 // ours (StartTLS, the frame guard, the search's answer) carries its class; an ldapts result error
 // or a socket error is sorted here, in one place.
 import { MessageParserError, ResultCodeError } from 'ldapts';
-import type { LoginFailure } from '../authenticator.ts';
+import type { BackendFailure } from '../authenticator.ts';
 import { tlsFailure } from '../tls.ts';
 
 /** An attempt ended where its class was decided (a refused service bind is not a bad password). */
 export class LdapFailure extends Error {
   override readonly name = 'LdapFailure';
-  readonly failure: LoginFailure;
-  constructor(failure: LoginFailure, reason: string) {
+  readonly failure: BackendFailure;
+  constructor(failure: BackendFailure, reason: string) {
     super(reason);
     this.failure = failure;
   }
@@ -33,7 +33,7 @@ export function resultCodeFailure(code: number): LdapFailure {
 }
 
 /** Sorts an error that ended an attempt into the contract's failure classes (§8). */
-export function classifyLdapError(error: unknown): { failure: LoginFailure; reason: string } {
+export function classifyLdapError(error: unknown): { failure: BackendFailure; reason: string } {
   if (error instanceof LdapFailure) return { failure: error.failure, reason: error.message };
   const tls = tlsFailure(error);
   if (tls !== null) return { failure: 'upstream_misconfigured', reason: tls };

@@ -4,10 +4,10 @@
 // read here beyond the message of the check.
 import { AuthorizationResponseError, ResponseBodyError } from 'openid-client';
 import type { CallTrace } from './http.ts';
-import type { OidcFailure } from './settings.ts';
+import type { ProviderFailure } from './settings.ts';
 
 export interface Classified {
-  readonly failure: OidcFailure;
+  readonly failure: ProviderFailure;
   readonly reason: string;
 }
 

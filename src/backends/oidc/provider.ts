@@ -11,7 +11,7 @@ import type { ProbeResult } from '../authenticator.ts';
 import { mailDomain } from '../chain.ts';
 import { classifyCallback } from './classify.ts';
 import { failureReason, providerHttp, traced } from './http.ts';
-import type { OidcFailure, OidcSettings } from './settings.ts';
+import type { OidcSettings, ProviderFailure } from './settings.ts';
 
 /** The secrets of one flow: kept server-side until the callback, never logged. */
 export interface FlowSecrets {
@@ -27,7 +27,7 @@ type BeginResult =
 /** A verified identity: the username claim's value as the provider gave it. */
 type FinishResult =
   | { readonly ok: true; readonly claim: string }
-  | { readonly ok: false; readonly failure: OidcFailure; readonly reason: string };
+  | { readonly ok: false; readonly failure: ProviderFailure; readonly reason: string };
 
 export interface OidcProvider {
   readonly name: string;
@@ -96,7 +96,7 @@ function discoveryUrl(issuer: string): string {
 }
 
 /** One provider of `settings`; nothing is fetched until discover() or a sign-in. */
-export function createOidcProvider(settings: OidcSettings): OidcProvider {
+export function createOidcBackend(settings: OidcSettings): OidcProvider {
   const http = providerHttp(settings.caFile);
   const auth = clientAuthentication(settings);
   let configuration: Promise<client.Configuration> | null = null;
@@ -196,4 +196,20 @@ export function createOidcProvider(settings: OidcSettings): OidcProvider {
     },
     close: () => http.close(),
   };
+}
+
+/**
+ * contract §10: each discovery document is read at start-up, without holding start-up up: a provider
+ * that is down fails its sign-ins (and /readyz) until it answers, nothing else. `unreached` hears
+ * each one that did not answer.
+ */
+export function discoverInBackground(
+  providers: readonly OidcProvider[],
+  unreached: (provider: string, reason: string) => void,
+): void {
+  for (const provider of providers) {
+    void provider.discover().then((result) => {
+      if (!result.ok) unreached(provider.name, result.reason);
+    });
+  }
 }

@@ -1,5 +1,5 @@
-// What one identity provider is configured with (contract §10), and the classes its sign-ins fail
-// with. config/ parses and checks these; nothing in backends/oidc/ reads a setting.
+// What one identity provider is configured with (contract §10), and the classes its side of a
+// sign-in fails with. config/ parses and checks these; nothing in backends/oidc/ reads a setting.
 
 /** How clubhouse authenticates to the provider's token endpoint. */
 type OidcClientAuth =
@@ -32,17 +32,17 @@ export interface OidcSettings {
 }
 
 /**
- * Why a sign-in at a provider failed (contract §10), for the audit line and the metrics only: the
- * browser always lands on /?signin=failed.
+ * Why the provider's side of a sign-in failed (contract §10), for the audit line and the metrics only:
+ * the browser always lands on /?signin=failed. Whether the user may sign in at all is auth/'s to
+ * decide (auth/oidc-signin.ts: OidcFailure adds it).
  */
-export type OidcFailure =
+export type ProviderFailure =
   /** No, an unknown, a used or an expired flow; a state or an `iss` that is not this flow's. */
   | 'bad_state'
   /** The provider answered with an error: at the callback (access_denied…) or at the token endpoint. */
   | 'provider_error'
   /** The ID token failed a check: signature, algorithm, iss, aud, azp, exp, iat, nonce. */
   | 'token_invalid'
-  | 'user_disabled'
   /** A verified identity that may not sign in: unverified email, another domain, no such user. */
   | 'not_allowed'
   /** The provider could not be reached, timed out or answered 5xx. */

@@ -3,11 +3,20 @@
 // here); the store's lease (run.ts) keeps instances and WORKERS to one run at a time, and the
 // others' attempts end as `busy`. Stopping waits for a run in progress, whose transaction is the
 // store's to finish or roll back.
-import type { GroupSyncOutcome } from './run.ts';
+import type { RemovalLimit } from './removal-guard.ts';
+import { type GroupSyncDeps, type GroupSyncOutcome, runGroupSync } from './run.ts';
 
 export interface GroupSyncSchedule {
   /** No run starts after this; resolves once the one in progress (if any) has ended. */
   stop(): Promise<void>;
+}
+
+/**
+ * One run as the interval runs it: written, never a dry run, and GROUP_SYNC_MAX_REMOVALS never
+ * lifted (a held run logs and alerts; an operator decides, with `clubhouse sync groups`).
+ */
+export function intervalRun(deps: GroupSyncDeps, maxRemovals: RemovalLimit): () => Promise<GroupSyncOutcome> {
+  return () => runGroupSync(deps, { dryRun: false, keepRemoved: false, maxRemovals, allowRemovals: false });
 }
 
 /** Runs `run` now and then every `intervalMs`; `report` hears every outcome. */

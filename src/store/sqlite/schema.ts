@@ -133,7 +133,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     sql: `
       -- Every process keeps the answers of the group endpoints in memory (groups.ts). Any
       -- change those answers depend on moves this number, in the changing transaction, so that every
-      -- process drops its group cache before answering its next request: groups and memberships
+      -- process drops its group memory before answering its next request: groups and memberships
       -- (cascades included: a deleted user's or group's memberships fire their own triggers), and
       -- users renamed or deleted (today their memberships follow by foreign key; the cache need not
       -- rely on it). Not logins (last_login_at), new users or the active flag, which change no answer

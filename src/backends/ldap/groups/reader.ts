@@ -15,11 +15,12 @@
 // demand (records.ts). A run whose digest is the one the last writing run recorded needs no
 // records at all (groups/sync/shortcut.ts): the same answers make the same records.
 import { createHash, type Hash } from 'node:crypto';
-import type { LoginFailure } from '../../authenticator.ts';
+import type { BackendFailure } from '../../authenticator.ts';
 import { backendTls } from '../../tls.ts';
-import { bindServiceAccount, type LdapSettings } from '../authenticator.ts';
+import { bindServiceAccount } from '../authenticator.ts';
 import type { Element } from '../ber.ts';
 import { type LdapConnection, withLdapConnections } from '../connection.ts';
+import type { LdapSettings } from '../settings.ts';
 import { type PagedSearch, pagedSearch } from './paged-search.ts';
 import { type AnsweredEntry, type DirectoryRecords, groupRecords, type RecordSettings } from './records.ts';
 import { readSearchEntry } from './search-ber.ts';
@@ -51,7 +52,7 @@ type DirectoryRead =
       /** The records (made once, when first asked), or why the answers cannot be used. */
       records(): DirectoryRecords;
     }
-  | { readonly ok: false; readonly failure: LoginFailure; readonly reason: string };
+  | { readonly ok: false; readonly failure: BackendFailure; readonly reason: string };
 
 /**
  * The version of how records are made of the answers (records.ts, entries.ts,

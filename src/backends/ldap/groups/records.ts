@@ -4,7 +4,7 @@
 // (reader.ts), and only when a run needs the records: a run whose answers have the digest the
 // last writing run recorded replays that run instead (groups/sync/shortcut.ts). Every entry must be
 // under the base it was asked about and well formed, else the answers cannot be used at all.
-import type { LoginFailure } from '../../authenticator.ts';
+import type { BackendFailure } from '../../authenticator.ts';
 import type { Element } from '../ber.ts';
 import { parseDn } from '../dn.ts';
 import { classifyLdapError, outOfProtocol } from '../errors.ts';
@@ -62,7 +62,7 @@ export type DirectoryRecords =
        */
       readonly people: readonly (readonly string[])[];
     }
-  | { readonly ok: false; readonly failure: LoginFailure; readonly reason: string };
+  | { readonly ok: false; readonly failure: BackendFailure; readonly reason: string };
 
 /** The records of `answers`, or why they cannot be used. */
 export function groupRecords(answers: DirectoryAnswers, settings: RecordSettings): DirectoryRecords {

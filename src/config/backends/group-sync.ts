@@ -1,9 +1,15 @@
-// The rows of the settings table for the group sync (contract §11): where the groups are in the
-// directory, which attributes hold what, and how often the service syncs. The directory itself and
-// the service account are LDAP_*'s (settings-backends.ts). settings.ts places them in the one table.
+// The group sync's settings (contract §11): the LDAP_GROUP_* and GROUP_SYNC_* rows of the settings
+// table (where the groups are in the directory, which attributes hold what, how often the service
+// syncs), and the rules they obey whether they come from the environment (over the LDAP_* directory
+// and service account, environment.ts) or from AUTH_CONFIG (a `groups` object in one `ldap` entry,
+// over that entry's directory and account, auth-config.ts). The result is the group reader's own
+// option type (backends/ldap/groups/reader.ts).
 import { EnvError, makeValidator } from 'envalid';
-import type { RemovalLimit } from '../groups/sync/removal-guard.ts';
-import { integer, row, text } from './settings-parsers.ts';
+import type { GroupDirectorySettings } from '../../backends/ldap/groups/reader.ts';
+import type { LdapSettings } from '../../backends/ldap/settings.ts';
+import type { RemovalLimit } from '../../groups/sync/removal-guard.ts';
+import type { Refuse } from '../error.ts';
+import { integer, row, text } from '../settings-parsers.ts';
 
 /** RFC 4512 §1.4: an attribute description's type, a descr or a numericoid. */
 const attributeName = makeValidator<string>((raw) => {
@@ -44,7 +50,7 @@ const removalLimit = makeValidator<string>((raw) => {
   return raw.trim();
 });
 
-export const DEFAULT_GROUP_FILTER =
+const DEFAULT_GROUP_FILTER =
   '(|(objectClass=groupOfNames)(objectClass=groupOfUniqueNames)(objectClass=posixGroup))';
 
 /** LDAP_GROUP_* and GROUP_SYNC_* rows, in table order. */
@@ -118,3 +124,51 @@ export const GROUP_SYNC_SETTINGS = {
     }),
   ),
 };
+
+/** The `groups` fields before defaults (the environment's LDAP_GROUP_* or AUTH_CONFIG's object). */
+export interface RawGroupSync {
+  baseDn?: string;
+  filter?: string;
+  classroomFilter?: string;
+  usernameAttribute?: string;
+  idAttribute?: string;
+  shortDescriptionAttribute?: string;
+  activitiesAttribute?: string;
+}
+
+export interface GroupSyncConfig {
+  /** The backend whose directory and service account the sync uses (`ldap` from the environment). */
+  readonly backend: string;
+  readonly directory: GroupDirectorySettings;
+  /** GROUP_SYNC_INTERVAL in ms; null: only `clubhouse sync groups` runs it. */
+  readonly intervalMs: number | null;
+  /** GROUP_SYNC_MAX_REMOVALS: the most synced groups one run may remove. */
+  readonly maxRemovals: RemovalLimit;
+}
+
+/** Defaults, and the rule a schema cannot say: the sync reads as the service account (contract §11). */
+export function groupSyncSettings(
+  raw: RawGroupSync,
+  ldap: LdapSettings,
+  limits: { readonly timeoutMs: number; readonly pageSize: number },
+  refuse: Refuse,
+): GroupDirectorySettings {
+  if (raw.baseDn === undefined) refuse('groups.baseDn', 'required');
+  if (ldap.bindDn === null || ldap.baseDn === null)
+    refuse(
+      'bindDn',
+      'the group sync reads the directory as the service account: set a bind DN, its password and the user base DN',
+    );
+  return {
+    ldap,
+    groupBaseDn: raw.baseDn,
+    groupFilter: raw.filter ?? DEFAULT_GROUP_FILTER,
+    classroomFilter: raw.classroomFilter ?? null,
+    usernameAttribute: raw.usernameAttribute ?? 'uid',
+    idAttribute: raw.idAttribute ?? 'entryUUID',
+    shortDescriptionAttribute: raw.shortDescriptionAttribute ?? null,
+    activitiesAttribute: raw.activitiesAttribute ?? null,
+    timeoutMs: limits.timeoutMs,
+    pageSize: limits.pageSize,
+  };
+}

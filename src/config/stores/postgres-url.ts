@@ -3,7 +3,7 @@
 // trusted without verification only when `sslmode=require` says so by name. pg's own reading of
 // these words differs by version (`require` verifies in pg 8, not in libpq), so clubhouse removes
 // them from the URL, and the store hands pg an explicit `ssl` option instead (store/postgres/driver.ts).
-import type { PostgresSslMode, PostgresTarget } from '../store/options.ts';
+import type { PostgresSslMode, PostgresTarget } from '../../store/options.ts';
 
 export type PostgresTlsResult =
   | { readonly ok: true; readonly tls: PostgresTarget }

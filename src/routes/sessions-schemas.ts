@@ -1,7 +1,7 @@
 // JSON schemas of a user's own sessions (contract §9): the list, ending one, ending all.
 import type { FastifySchema } from 'fastify';
-import { API_ERRORS } from './api-errors.ts';
-import { cookieAuth, detail, notAuthenticated, unavailable } from './schemas-common.ts';
+import { API_ERRORS } from '../http/api-errors.ts';
+import { cookieAuth, detail, notAuthenticated, unavailable } from '../http/openapi.ts';
 
 const nullable = (description: string, example: string) => ({
   type: ['string', 'null'],

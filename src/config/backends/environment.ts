@@ -1,17 +1,13 @@
 // The backends and the group sync of the environment's settings (contract §5, §8, §11): AUTH_BACKENDS
 // over the IMAP_* and LDAP_* settings, LDAP_GROUP_* over the same directory. Their rules are
-// backend-settings.ts's and group-sync-config.ts's, shared with the AUTH_CONFIG file.
-import type { LdapSettings } from '../backends/ldap/authenticator.ts';
-import {
-  type ConfiguredBackend,
-  type ConfiguredImap,
-  imapSettings,
-  ldapSettings,
-  type Refuse,
-} from './backend-settings.ts';
-import type { CleanedSettings } from './environment.ts';
-import { ConfigError } from './error.ts';
-import { groupSyncSettings } from './group-sync-config.ts';
+// imap.ts's, ldap.ts's and group-sync.ts's, shared with the AUTH_CONFIG file (auth-config.ts).
+import type { LdapSettings } from '../../backends/ldap/settings.ts';
+import type { CleanedSettings } from '../environment.ts';
+import { ConfigError, type Refuse } from '../error.ts';
+import type { ConfiguredBackend } from './chain.ts';
+import { groupSyncSettings } from './group-sync.ts';
+import { type ConfiguredImap, imapSettings } from './imap.ts';
+import { ldapSettings } from './ldap.ts';
 
 /** `bindPassword` → LDAP_BIND_PASSWORD: an error names the variable the operator set. */
 function envRefuse(prefix: 'IMAP' | 'LDAP'): Refuse {
@@ -20,7 +16,7 @@ function envRefuse(prefix: 'IMAP' | 'LDAP'): Refuse {
   };
 }
 
-/** The IMAP server of the IMAP_* settings (contract §5); its rules are backend-settings.ts's. */
+/** The IMAP server of the IMAP_* settings (contract §5); its rules are imap.ts's. */
 export function imapFromEnvironment(s: CleanedSettings): ConfiguredImap {
   return imapSettings(
     {

@@ -1,7 +1,7 @@
 // JSON schemas of the sign-in at an identity provider (contract §10): the providers, start, callback.
 import type { FastifySchema } from 'fastify';
-import { API_ERRORS } from './api-errors.ts';
-import { detail, unavailable } from './schemas-common.ts';
+import { API_ERRORS } from '../http/api-errors.ts';
+import { detail, unavailable } from '../http/openapi.ts';
 
 // contract §10: the provider's name as AUTH_CONFIG gives it.
 const providerName = {
@@ -87,8 +87,4 @@ export const OIDC_SCHEMAS = {
       503: unavailable,
     },
   },
-  schema: { hide: true },
-  options: { hide: true },
-  // The route of every method an endpoint refuses (405): not part of the API's description.
-  methodNotAllowed: { hide: true },
 } as const satisfies Record<string, FastifySchema>;

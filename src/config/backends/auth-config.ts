@@ -1,25 +1,20 @@
 // `AUTH_CONFIG=FILE` (contract §8, §10): the backends and identity providers of a JSON file validated
 // against docs/auth-config.schema.json at start-up; an invalid file stops start-up naming the path
-// of the bad entry, as an import does (§4). Each backend's rules are backend-settings.ts's, shared
-// with the environment's settings (config.ts).
+// of the bad entry, as an import does (§4). Each kind's rules are its own module's (imap.ts, ldap.ts,
+// oidc.ts, group-sync.ts), shared with the environment's settings (environment.ts).
 import { readFileSync } from 'node:fs';
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
-import type { BackendKind } from '../backends/authenticator.ts';
-import type { GroupDirectorySettings } from '../backends/ldap/groups/reader.ts';
-import type { OidcSettings } from '../backends/oidc/settings.ts';
-import {
-  type ConfiguredBackend,
-  existingFile,
-  imapSettings,
-  ldapSettings,
-  type RawImap,
-  type RawLdap,
-  type Refuse,
-} from './backend-settings.ts';
-import { ConfigError } from './error.ts';
-import { groupSyncSettings, type RawGroupSync } from './group-sync-config.ts';
+import type { BackendKind } from '../../backends/authenticator.ts';
+import type { GroupDirectorySettings } from '../../backends/ldap/groups/reader.ts';
+import type { OidcSettings } from '../../backends/oidc/settings.ts';
+import { ConfigError, type Refuse } from '../error.ts';
+import type { ConfiguredBackend } from './chain.ts';
+import { groupSyncSettings, type RawGroupSync } from './group-sync.ts';
+import { imapSettings, type RawImap } from './imap.ts';
+import { ldapSettings, type RawLdap } from './ldap.ts';
+import { oidcSettings, type RawOidc } from './oidc.ts';
 
-const AUTH_CONFIG_SCHEMA_PATH = new URL('../../docs/auth-config.schema.json', import.meta.url);
+const AUTH_CONFIG_SCHEMA_PATH = new URL('../../../docs/auth-config.schema.json', import.meta.url);
 
 /** `backends[1].port` from an ajv error (the import's way of naming a bad entry, §4). */
 function errorPath(error: ErrorObject): string {
@@ -52,19 +47,6 @@ function validate(document: unknown): ErrorObject[] {
   return (validator.errors ?? []).filter((e) => e.keyword !== 'if' && e.keyword !== 'oneOf');
 }
 
-/** The fields of an `oidc` entry (contract §10) before defaults and cross-checks. */
-interface RawOidc {
-  label?: string;
-  issuer?: string;
-  clientId?: string;
-  clientSecret?: string;
-  clientSecretFile?: string;
-  privateKeyFile?: string;
-  privateKeyId?: string;
-  scopes?: string;
-  usernameClaim?: string;
-}
-
 type FileEntry = RawLdap &
   RawImap &
   RawOidc & {
@@ -82,71 +64,6 @@ export interface AuthConfigFile {
   readonly backends: ConfiguredBackend[];
   readonly providers: OidcSettings[];
   readonly groupSync: { readonly backend: string; readonly directory: GroupDirectorySettings } | null;
-}
-
-/** contract §10: the redirect URI registered at a provider, under PUBLIC_URL (no trailing slash). */
-function oidcRedirectUri(publicUrl: string, name: string): string {
-  return `${publicUrl}/api/auth/oidc/${name}/callback`;
-}
-
-/**
- * Defaults and the rules of a provider's settings a schema cannot say: `openid` among the scopes, the
- * key file there. The schema has required the label, the issuer (https://), the client id and one of
- * a secret or a key. `publicUrl` null: PUBLIC_URL is missing, which start-up names.
- */
-function oidcSettings(
-  entry: RawOidc & { name: string; domains?: string[]; caFile?: string; timeoutMs?: number },
-  refuse: Refuse,
-  publicUrl: string | null,
-): OidcSettings {
-  if (publicUrl === null) {
-    throw new ConfigError(
-      'PUBLIC_URL',
-      `required with an oidc backend ("${entry.name}"): the origin browsers reach this service at, e.g. https://club.example.org (the redirect URI is PUBLIC_URL/api/auth/oidc/${entry.name}/callback)`,
-    );
-  }
-  const scope = entry.scopes ?? 'openid email profile';
-  if (!scope.split(' ').includes('openid')) refuse('scopes', 'must include openid');
-  const secret =
-    entry.clientSecretFile === undefined
-      ? entry.clientSecret
-      : secretFromFile(entry.clientSecretFile, (message) => refuse('clientSecretFile', message));
-  const clientAuth: OidcSettings['clientAuth'] =
-    secret === undefined
-      ? {
-          method: 'private_key_jwt',
-          privateKeyFile: existingFile(entry.privateKeyFile, (message) => refuse('privateKeyFile', message))!,
-          keyId: entry.privateKeyId ?? null,
-        }
-      : { method: 'client_secret_basic', secret };
-  return {
-    name: entry.name,
-    label: entry.label!,
-    issuer: entry.issuer!,
-    clientId: entry.clientId!,
-    clientAuth,
-    scope,
-    usernameClaim: entry.usernameClaim ?? 'email',
-    domains: entry.domains ?? null,
-    caFile: existingFile(entry.caFile, (message) => refuse('caFile', message)),
-    redirectUri: oidcRedirectUri(publicUrl, entry.name),
-    timeoutMs: entry.timeoutMs ?? 5000,
-  };
-}
-
-/**
- * A secret kept in a file of its own (a compose or Kubernetes secret) rather than in AUTH_CONFIG,
- * trimmed as the environment's `NAME_FILE` settings are; empty or unreadable stops start-up.
- */
-function secretFromFile(file: string, refuse: (message: string) => never): string {
-  let content: string;
-  try {
-    content = readFileSync(file, 'utf8');
-  } catch (err) {
-    return refuse(`cannot read "${file}" (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
-  }
-  const value = content.trim();
-  return value === '' ? refuse(`"${file}" is empty`) : value;
 }
 
 /**

@@ -4,8 +4,13 @@
 import client from 'prom-client';
 import type { GroupSyncOutcome } from '../groups/sync/run.ts';
 
-/** Registers the sync's metrics in `registry`; answers what records one run's outcome, ended at `at` (ms). */
-export function groupSyncMetrics(registry: client.Registry): (outcome: GroupSyncOutcome, at: number) => void {
+/** The group sync's view of the metrics: one run's outcome, ended at `at` (ms since the epoch). */
+export interface GroupSyncMetrics {
+  observeGroupSync(outcome: GroupSyncOutcome, at: number): void;
+}
+
+/** Registers the sync's metrics in `registry`. */
+export function groupSyncMetrics(registry: client.Registry): GroupSyncMetrics {
   const syncRuns = new client.Counter({
     name: 'clubhouse_group_sync_runs_total',
     help: 'Group sync runs by outcome: success, failure, busy (another run held the lock), or held (it would have removed more groups than GROUP_SYNC_MAX_REMOVALS allows, and wrote nothing).',
@@ -37,7 +42,7 @@ export function groupSyncMetrics(registry: client.Registry): (outcome: GroupSync
     aggregator: 'max',
     registers: [registry],
   });
-  return (outcome, at) => {
+  const observeGroupSync = (outcome: GroupSyncOutcome, at: number) => {
     if (!outcome.ok) {
       if (outcome.stage === 'busy') {
         syncRuns.inc({ outcome: 'busy' });
@@ -61,4 +66,5 @@ export function groupSyncMetrics(registry: client.Registry): (outcome: GroupSync
     syncChanges.inc({ kind: 'membership', change: 'removed' }, c.membershipsRemoved);
     syncChanges.inc({ kind: 'user', change: 'added' }, c.usersCreated);
   };
+  return { observeGroupSync };
 }

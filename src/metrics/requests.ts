@@ -21,7 +21,13 @@ interface Tally {
 
 type Value = { labels: Record<string, string | number>; value: number; metricName?: string; exemplar?: null };
 
+/** The HTTP edge's view of the metrics (http/edge.ts, http/raw-reads.ts): one answered request. */
 export interface RequestMetrics {
+  observeRequest(method: string, route: string, status: number, seconds: number): void;
+}
+
+/** The two metrics' tally: one request observed by its method, route label, status and duration. */
+interface RequestTally {
   observe(method: string, route: string, status: number, seconds: number): void;
 }
 
@@ -31,7 +37,7 @@ export function requestMetrics(
   names: { readonly total: string; readonly duration: string },
   help: { readonly total: string; readonly duration: string },
   buckets: readonly number[],
-): RequestMetrics {
+): RequestTally {
   // Every tally in the order first seen (the exposition's order), and the same tallies indexed by
   // method, route and status, so that a request finds its own without building a key.
   const tallies: Tally[] = [];
