@@ -42,12 +42,11 @@ function race(cases: Record<string, () => unknown>): void {
 function sessionMemory(db: DatabaseSync, watch: CommitWatch) {
   const windows = answerWindows();
   const sessions = sqliteSessionMemory(db, sqliteDriver(db), windows.sessions, 1000);
-  const source = sqliteCatchUp(watch, { sessions: sessions.catchUp });
-  if (!('now' in source)) throw new Error('SQLite catches up synchronously');
+  const catchUp = sqliteCatchUp(watch, { sessions: sessions.catchUp });
   return {
     store: sessions.store,
     answer: (key: string, now: number) => {
-      source.now(['sessions']);
+      catchUp(['sessions']);
       return withWindowsOpen(windows, ['sessions'], () => sessions.answers.answer(key, now));
     },
   };

@@ -144,6 +144,8 @@ export interface ClubhouseOptions {
    * AUTH_BACKENDS set, the IMAP settings are left out.
    */
   readonly settings?: Record<string, string>;
+  /** More node flags after npm start's (e.g. --cpu-prof for bench/profile.ts). */
+  readonly nodeArgs?: readonly string[];
 }
 
 /**
@@ -164,7 +166,7 @@ export async function startClubhouse(options: ClubhouseOptions): Promise<Server>
   const settings = { DATABASE_URL: options.databaseUrl, PORT: String(port), ...imap, ...extra };
   return start({
     label: options.label,
-    args: [...startFlags(), path.join(ROOT, 'src', 'main.ts')],
+    args: [...startFlags(), ...(options.nodeArgs ?? []), path.join(ROOT, 'src', 'main.ts')],
     settings,
     port,
     workers: Number(extra['WORKERS'] ?? '1'),

@@ -44,10 +44,10 @@ interface GroupsWithMemory extends GroupStore {
 function groupsWithMemory(db: DatabaseSync, watch: CommitWatch, limits: GroupMemoryLimits): GroupsWithMemory {
   const windows = answerWindows();
   const groups = sqliteGroupMemory(db, sqliteDriver(db), windows.groups, GROUP_JSON, limits);
-  const source = sqliteCatchUp(watch, { groups: groups.catchUp });
+  const catchUp = sqliteCatchUp(watch, { groups: groups.catchUp });
   const fromMemory = <T>(answer: () => T): T | undefined => {
     try {
-      if ('now' in source) source.now(['groups']);
+      catchUp(['groups']);
     } catch {
       return undefined; // a failed catch-up: the store answers
     }

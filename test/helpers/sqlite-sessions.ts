@@ -35,9 +35,8 @@ export interface SessionsWithMemory {
 export function sessionsWithMemory(db: DatabaseSync, watch: CommitWatch = unwatched()): SessionsWithMemory {
   const windows = answerWindows();
   const sessions = sqliteSessionMemory(db, sqliteDriver(db), windows.sessions, 1000);
-  const source = sqliteCatchUp(watch, { sessions: sessions.catchUp });
-  if (!('now' in source)) throw new Error('SQLite catches up synchronously');
-  const catchUp = () => source.now(['sessions']);
+  const catchUpMemories = sqliteCatchUp(watch, { sessions: sessions.catchUp });
+  const catchUp = () => catchUpMemories(['sessions']);
   return {
     store: sessions.store,
     catchUp,

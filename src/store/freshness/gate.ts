@@ -6,13 +6,16 @@
 // drops from memory whatever that made stale. Only then, synchronously, does it answer from memory.
 // Outside that moment the memories answer nothing, and the request goes to the store.
 //
-// How a catch-up is done is each engine's, in two kinds:
-// - synchronous (SQLite): one read of the WAL-index header says whether anything was committed since
-//   the last catch-up; only then are the deletion log and the group generation read, in the same turn
-//   of the event loop as the answer (sqlite/freshness.ts);
-// - one round trip (PostgreSQL, Redis): a catch-up asks the store itself, so it is shared by every
-//   request read in the same turn of the event loop (CatchUpRounds below; postgres/catch-up.ts,
-//   redis/session-memory.ts with redis/key-events.ts).
+// A catch-up is shared by every request node read in the same turn of its event loop (CatchUpRounds
+// below), and what it does is each engine's:
+// - SQLite: synchronous. One read of the WAL-index header says whether anything was committed since
+//   the last catch-up; only then are the deletion log and the group generation read
+//   (sqlite/freshness.ts);
+// - PostgreSQL, Redis: one round trip to the store (postgres/catch-up.ts, redis/session-memory.ts
+//   with redis/key-events.ts).
+// Sharing one catch-up per turn costs every engine a little latency (an answer waits for the end of
+// the turn) and saves SQLite a system call per request, which is what a busy host makes dear
+// (docs/benchmarks.md).
 // What each memory drops is the same everywhere: the sessions a deletion log names
 // (deletion-log.ts), or every group answer when the group generation moved (group-memory.ts).
 import type { FreshnessGate, Memory } from '../types.ts';
@@ -47,11 +50,14 @@ export function withWindowsOpen<T>(windows: AnswerWindows, memories: readonly Me
   }
 }
 
-/** A part of a catch-up: reads what its store committed since the last one and applies it to memory. */
-export type CatchUpPart = () => Promise<void>;
+/**
+ * A part of a catch-up: reads what its store committed since the last one and applies it to memory;
+ * synchronously (SQLite), or by a round trip (the promise).
+ */
+export type CatchUpPart = () => void | Promise<void>;
 
 /**
- * Catch-ups that cost a round trip to a store, shared by every request waiting for one.
+ * Catch-ups shared by every request waiting for one.
  *
  * Why it is exact: a request that calls `caughtUp()` is answered from memory only after a catch-up
  * that *began after it arrived* has been applied. If none is in flight, one begins in this turn's
@@ -111,54 +117,32 @@ export class CatchUpRounds {
   }
 }
 
-/**
- * How one memory catches up: synchronously (`now`: SQLite's commit watch and logs), or by a round
- * trip shared by the requests of a turn (`rounds`: PostgreSQL's statement, Redis's script).
- */
-export type CatchUpSource =
-  | { readonly now: (memories: readonly Memory[]) => void }
-  | { readonly rounds: CatchUpRounds };
+/** How one memory catches up: by the rounds of the store that holds it. */
+export type CatchUpSource = { readonly rounds: CatchUpRounds };
 
 /**
- * The gate over each memory's source. A catch-up of several memories runs the synchronous ones at
- * once and waits for the rounds of the others (one per store: with sessions in Redis and groups in
- * PostgreSQL, a check waits for Redis alone, a group page for both at once). A synchronous catch-up
- * done before the round trip ends is still one begun after the request arrived, which is all an
- * answer needs; a failure of either (SQLITE_BUSY, a store down) sends the request to the store.
+ * The gate over each memory's source. A catch-up of several memories waits for the rounds of each
+ * store they are in, at once (with sessions in Redis and groups in PostgreSQL, a check waits for
+ * Redis alone, a group page for both); a failure of any sends the request to the store.
  */
 export function freshnessGate(
   sources: Readonly<Partial<Record<Memory, CatchUpSource>>>,
   windows: AnswerWindows,
 ): FreshnessGate {
-  // A memory without a source is not kept: there is nothing to catch up.
-  const catchUpAt = (source: CatchUpSource | undefined, memories: readonly Memory[]) => {
-    if (source === undefined) return null;
-    if ('rounds' in source) return source.rounds.caughtUp();
-    source.now(memories);
-    return null;
-  };
   return {
     catchUp(memories) {
-      try {
-        // The usual cases without a Map: one memory, or memories behind one source.
-        const first = sources[memories[0]!];
-        if (memories.every((memory) => sources[memory] === first)) return catchUpAt(first, memories);
-        // Each source once, with the memories it catches up.
-        const bySource = new Map<CatchUpSource | undefined, Memory[]>();
-        for (const memory of memories) {
-          const listed = bySource.get(sources[memory]);
-          if (listed === undefined) bySource.set(sources[memory], [memory]);
-          else listed.push(memory);
-        }
-        const waits: Promise<void>[] = [];
-        for (const [source, its] of bySource) {
-          const wait = catchUpAt(source, its);
-          if (wait !== null) waits.push(wait);
-        }
-        return waits.length === 0 ? null : Promise.all(waits).then(() => {});
-      } catch (err) {
-        return Promise.reject(err);
+      // The usual cases without an array: one memory, or memories behind one store.
+      const first = sources[memories[0]!]?.rounds;
+      let more: Promise<void>[] | null = null;
+      for (let i = 1; i < memories.length; i++) {
+        const rounds = sources[memories[i]!]?.rounds;
+        if (rounds !== undefined && rounds !== first) (more ??= []).push(rounds.caughtUp());
       }
+      // A memory without a source is not kept: nothing to catch up.
+      const waiting = first?.caughtUp() ?? null;
+      if (more === null) return waiting;
+      if (waiting !== null) more.push(waiting);
+      return Promise.all(more).then(() => {});
     },
     answerFromMemory: (read, memories) => withWindowsOpen(windows, memories, read),
   };

@@ -5,7 +5,13 @@
 // of the group pages (groups.ts), kept exact by the synchronous freshness gate (freshness.ts).
 import { randomBytes } from 'node:crypto';
 import type { DatabaseSync } from 'node:sqlite';
-import { type AnswerWindows, answerWindows, type CatchUpSource, freshnessGate } from '../freshness/gate.ts';
+import {
+  type AnswerWindows,
+  answerWindows,
+  CatchUpRounds,
+  type CatchUpSource,
+  freshnessGate,
+} from '../freshness/gate.ts';
 import type { MemoryOptions } from '../options.ts';
 import { sqlFlowStore } from '../sql/flows.ts';
 import { sqlGroupSyncStore } from '../sql/group-sync.ts';
@@ -77,7 +83,12 @@ export function openSqliteStores(path: string, options: SqliteOptions = {}): Dat
       db.close();
       mapError(err);
     }
-    const source = sqliteCatchUp(watch, parts);
+    // One round per turn for both memories: a pread, and the exact checks only when it moved.
+    const catchUp = sqliteCatchUp(watch, parts);
+    const memories = Object.keys(parts) as Memory[];
+    const rounds = new CatchUpRounds();
+    rounds.add(() => catchUp(memories));
+    const source = { rounds };
     if (sessions !== null) catchUpSources.sessions = source;
     if (groups !== null) catchUpSources.groups = source;
   }
