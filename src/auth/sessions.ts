@@ -79,7 +79,7 @@ export function hashSessionId(id: string): Buffer {
 
 /**
  * The session cache's key of an id: the hex of its hash, computed straight to a string (a Buffer
- * per request costs three times as much, in the hash and in the garbage collector; issue 14).
+ * per request costs three times as much, in the hash and in the garbage collector).
  */
 function sessionKey(id: string): string {
   return hash('sha256', id, 'hex');

@@ -27,7 +27,7 @@ export interface GuardOptions {
   readonly timing: RefusalTiming;
   /**
    * The clock those durations and observe's are read from, in milliseconds (default
-   * `performance.now`); a test's clock makes them exact, so no test has to measure one (issue 14).
+   * `performance.now`); a test's clock makes them exact, so no test has to measure one.
    */
   readonly now?: () => number;
 }
@@ -89,7 +89,7 @@ export function guardAttempts(once: AttemptOnce, options: GuardOptions): Guarded
       });
     },
     // contract §3: while the breaker is open or the queue full an attempt is refused at once, so a
-    // refusal decided without the backend waits no more then either (issue 22, defect 3).
+    // refusal decided without the backend waits no more then either, as the backend path does not.
     refusalDelayMs: () => (breaker.failsFast || limiter.full ? 0 : options.timing.delayMs()),
     // A queue wait and an attempt, each within the backend's deadline (contract §5, §8).
     maxVerifyMs: 2 * options.timeoutMs,

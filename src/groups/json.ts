@@ -1,9 +1,9 @@
 // The JSON of the two group answers (contract §3), written as the routes' response schemas serialise
-// them (routes/groups-schemas.ts: group, groupDetail), byte for byte: a store that keeps answers in memory (the
-// SQLite group cache, issue 14) sends these, and test/caches/groups-cached-json.test.ts compares
-// the two. An answer made only of ASCII is a string the socket is sent as latin1 (one byte a
-// character, no encoding: UTF-8 encoding of a 5 KiB list cost 4 µs a request); one with any other
-// character is its UTF-8 bytes (JsonBytes).
+// them (routes/groups-schemas.ts: group, groupDetail), byte for byte: a store that keeps the
+// answers in memory sends these, and test/caches/groups-cached-json.test.ts compares the two. An
+// answer made only of ASCII is a string the socket is sent as latin1 (one byte a character, no
+// encoding: UTF-8 encoding of a 5 KiB list cost 4 µs a request); one with any other character is its
+// UTF-8 bytes (JsonBytes).
 import type { Group, GroupJson, JsonBytes } from '../store/group-types.ts';
 
 const isAscii = (json: string) => Buffer.byteLength(json) === json.length;

@@ -23,7 +23,7 @@ export function groupDetail(store: GroupStore, id: number, username: string): Pr
 }
 
 /**
- * myGroups as the JSON the route sends, when the store can answer from memory (GroupCache, issue 14);
+ * myGroups as the JSON the route sends, when the store can answer from memory (hasGroupCache);
  * undefined when myGroups must be asked.
  */
 export function myGroupsJson(store: GroupStore, username: string): string | Buffer | undefined {

@@ -1,4 +1,4 @@
-// A verify-only IMAP client (contract §5, issue 12): greeting, CAPABILITY, STARTTLS, AUTHENTICATE
+// A verify-only IMAP client (contract §5): greeting, CAPABILITY, STARTTLS, AUTHENTICATE
 // PLAIN (SASL-IR where offered) or LOGIN with literals, ID, LOGOUT, and nothing of a mail client.
 // A login is verified only by the tagged OK to our own LOGIN/AUTHENTICATE, over TLS unless `plain`;
 // a PREAUTH greeting, an untagged OK, another tag's answer or anything out of protocol is
