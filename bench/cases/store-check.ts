@@ -1,4 +1,4 @@
-// A microbenchmark of the store's part of the hot paths (issue 14), before/after in one process:
+// A microbenchmark of the store's part of the hot paths, before/after in one process:
 // the session cache's answer as the raw check path asks it, with "anything committed?" asked of
 // PRAGMA data_version on every call (before: unwatched()) or of the WAL-index header (after:
 // watchCommits), in alternating rounds so that a busy machine weighs on both alike; then the group
