@@ -2,7 +2,15 @@
 // single-flight of identical concurrent attempts, and a circuit breaker that fails fast after
 // repeated `upstream_unavailable`. One wrapper around any backend's single-attempt function, so
 // IMAP and LDAP share the design instead of copies of it.
-import type { BackendFailure, GuardStats, VerifyResult } from './authenticator.ts';
+import type {
+  Backend,
+  BackendFailure,
+  BackendKind,
+  BackendObserver,
+  GuardStats,
+  ProbeResult,
+  VerifyResult,
+} from './authenticator.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { Limiter, QueueFullError, QueueTimeoutError } from './limiter.ts';
 import type { RefusalTiming } from './refusal-timing.ts';
@@ -32,7 +40,7 @@ export interface GuardOptions {
   readonly now?: () => number;
 }
 
-export interface Guarded {
+interface Guarded {
   verify: AttemptOnce;
   refusalDelayMs(): number;
   readonly maxVerifyMs: number;
@@ -40,7 +48,7 @@ export interface Guarded {
 }
 
 /** Wraps `once` in the cap, queue, single-flight and breaker. */
-export function guardAttempts(once: AttemptOnce, options: GuardOptions): Guarded {
+function guardAttempts(once: AttemptOnce, options: GuardOptions): Guarded {
   const breaker = options.breaker ?? new CircuitBreaker({ threshold: 5, openMs: 5000 });
   const observe = options.observe ?? (() => undefined);
   const now = options.now ?? (() => performance.now());
@@ -96,5 +104,29 @@ export function guardAttempts(once: AttemptOnce, options: GuardOptions): Guarded
     stats() {
       return { active: limiter.active, queued: limiter.queued, breaker: breaker.state };
     },
+  };
+}
+
+/**
+ * One backend of a kind (imap/backend.ts, ldap/backend.ts): `once` behind the guard, `observe` told
+ * every attempt that reached the server, `probe` for readiness; nothing held between logins.
+ */
+export function guardedBackend(
+  spec: { readonly name: string; readonly kind: BackendKind; readonly domains: readonly string[] | null },
+  once: AttemptOnce,
+  options: Omit<GuardOptions, 'observe'> & { readonly observe: BackendObserver },
+  probe: () => Promise<ProbeResult>,
+): Backend {
+  const guarded = guardAttempts(once, {
+    ...options,
+    observe: (result, seconds) => options.observe(spec, result, seconds),
+  });
+  return {
+    name: spec.name,
+    kind: spec.kind,
+    domains: spec.domains,
+    ...guarded,
+    probe,
+    close: async () => undefined,
   };
 }
