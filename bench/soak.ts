@@ -1,4 +1,4 @@
-// Sustained mixed load (issue 9): 80% check, 15% group reads, 5% login+logout at a steady rate,
+// Sustained mixed load (docs/reliability.md): 80% check, 15% group reads, 5% login+logout at a steady rate,
 // from this process against clubhouse running as its own process with a real Dovecot. Measures
 // errors, latency per window, the server's RSS and open file descriptors, and whether the session
 // table holds exactly the logins that were not logged out. `npm run soak` runs 10 minutes and

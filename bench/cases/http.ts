@@ -94,7 +94,7 @@ async function freshClubhouse(context: BenchContext, label: string, databaseUrl:
 
 /**
  * check on a clubhouse with 1 000 sessions seeded, against the baseline and against one with
- * 1 000 000 loaded over the same number of sessions, in the same rounds. Issue 24: each in a fresh
+ * 1 000 000 loaded over the same number of sessions, in the same rounds. Each in a fresh
  * process of its own, so that the ratio says what the table's size costs, not what the earlier
  * cases left in the shared process's caches and heap.
  */

@@ -52,7 +52,7 @@ const DETAIL = [
   '/api/group/1',
 ] as const;
 
-/** The pairs and their loads, with issue 24's targets. */
+/** The pairs and their loads, with their targets (docs/scaling.md). */
 const PAIRS: readonly { name: string; redis: boolean; loads: readonly Load[] }[] = [
   {
     name: 'PostgreSQL + Redis',

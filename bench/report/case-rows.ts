@@ -71,7 +71,7 @@ export function failureText(failures: Record<string, number>): string {
     .join(', ');
 }
 
-/** Issue 14: a server's peak RSS stays within 60 MiB of its baseline's, per serving process. */
+/** A server's peak RSS stays within 60 MiB of its baseline's, per serving process. */
 const HEADROOM_MIB = 60;
 
 export function memoryVerdict(peak: number, baselinePeak: number, processes = 1): Verdict {

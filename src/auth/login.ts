@@ -95,7 +95,7 @@ export class LoginProcedure {
   ): Promise<LoginOutcome> {
     const { username, password, refused } = credentials;
     // contract §3: refused input is never admitted as a guess (five such attempts in parallel would
-    // otherwise hold the owner out, issue 22 defect 5), and it reaches no backend.
+    // otherwise hold the owner out of their own account), and it reaches no backend.
     if (refused !== null) {
       const decided = await this.#identical.run(username, password, () =>
         this.#refuseHere(username, 'rejected_input', refused),
@@ -136,14 +136,14 @@ export class LoginProcedure {
     const verified = await this.#deps.authenticator.verify(username, password, clientIp);
     if (verified.ok) return { kind: 'verified', backend: verified.backend };
     // contract §3: whatever the backend; a directory that refuses a missing entry faster than a wrong
-    // password tells nothing (issue 22, defect 7).
+    // password tells nothing (docs/security.md: timing of refusals).
     await this.#waitUntil(started + this.#deps.failureDelayMs);
     return { kind: 'failure', failure: verified.failure, reason: verified.reason, backend: verified.backend };
   }
 
   /**
    * A refusal decided without the backends: answered after as long as the backends this username's
-   * route would ask take to refuse a wrong password now (contract §3, issue 22 defect 4), and no
+   * route would ask take to refuse a wrong password now (contract §3), and no
    * sooner than the floor, so its timing tells nothing of the cause.
    */
   async #refuseHere(

@@ -2,7 +2,7 @@
 // refusals decided without the backend, which must look alike), a repeated wrong password once, and
 // never locking the owner out from an address they used before. Guesses in flight count toward both
 // limits, in the store beside the failures, so a parallel burst lets no more through than the limit
-// across every process and instance (issue 12; the IP limit too since issue 22). An IPv6 client is
+// across every process and instance, for the username's limit and the IP's alike. An IPv6 client is
 // keyed by its network (one subscriber holds a /64 or more). The stores keep and count; the
 // arithmetic of when a lock lifts is here.
 import { createHmac, randomUUID } from 'node:crypto';
@@ -59,8 +59,8 @@ export function clientKey(clientIp: string, prefixLength: number): string {
  * the window. When it takes the guesses in flight to reach it, they are done within `inFlightMs` (the
  * longest an attempt lasts): then they have failed, and a retry learns the window's wait, or some
  * succeeded, and the lock is gone. Either way the honest answer is that deadline, not a whole window
- * (issue 22, defect 5: 900 s for five parallel guesses that last two). The one place this arithmetic
- * lives: the stores return the facts (issue 13).
+ * (answering 900 s to five parallel guesses that last two would send the owner away for a quarter of
+ * an hour for nothing). The one place this arithmetic lives: the stores return the facts.
  */
 export function guessRetryAfterMs(
   facts: { readonly failures: readonly number[]; readonly pending: number },
@@ -126,7 +126,7 @@ export class LoginThrottle {
     const expiresAt = now + maxAttemptMs + GUESS_TTL_MARGIN_MS;
     const id = randomUUID();
     // contract §3: guesses in flight count toward the IP's limit as if they had failed, so 300 parallel
-    // guesses over distinct usernames from one address let no more than the limit through (defect 6).
+    // guesses over distinct usernames from one address let no more than the limit through.
     const client = clientKey(clientIp, ipv6PrefixLength);
     const ip: PendingGuess = { key: client, fingerprint, id, expiresAt };
     const byIp = await this.#store.beginGuess(ip, ipFailures, now, windowMs);

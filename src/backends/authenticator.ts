@@ -49,6 +49,19 @@ export interface Authenticator {
 
 export type ProbeResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
+/** A login that failed with this class, as a verify answers it. */
+export const verifyFailed = (failure: BackendFailure, reason: string): VerifyResult => ({
+  ok: false,
+  failure,
+  reason,
+});
+
+/** A probe that failed with this class: readiness says both (`upstream_misconfigured: TLS: …`). */
+export const probeFailed = (failure: BackendFailure, reason: string): ProbeResult => ({
+  ok: false,
+  reason: `${failure}: ${reason}`,
+});
+
 export type BackendKind = 'imap' | 'ldap';
 
 /** Told the kind, name, result and duration of every attempt that reached a server (metrics). */

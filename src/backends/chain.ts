@@ -50,8 +50,8 @@ export function createChain(backends: readonly Backend[], options: ChainOptions)
     },
     // contract §3: a wrong password for this username is refused by each backend of its route in
     // turn, so a refusal decided without them waits one recent refusal of each, added up; never the
-    // times of backends its route would not ask (issue 22, defect 4: a disabled user on a fast
-    // domain waited for a slow domain's directory).
+    // times of backends its route would not ask (a disabled user on a fast domain must not wait for
+    // a slow domain's directory: the wait would tell the two apart).
     refusalDelayMs(username) {
       return backendsFor(backends, username).reduce((sum, backend) => sum + backend.refusalDelayMs(), 0);
     },

@@ -2,7 +2,15 @@
 // single-flight of identical concurrent attempts, and a circuit breaker that fails fast after
 // repeated `upstream_unavailable`. One wrapper around any backend's single-attempt function, so
 // IMAP and LDAP share the design instead of copies of it.
-import type { BackendFailure, GuardStats, VerifyResult } from './authenticator.ts';
+import type {
+  Backend,
+  BackendFailure,
+  BackendKind,
+  BackendObserver,
+  GuardStats,
+  ProbeResult,
+  VerifyResult,
+} from './authenticator.ts';
 import { CircuitBreaker } from './breaker.ts';
 import { Limiter, QueueFullError, QueueTimeoutError } from './limiter.ts';
 import type { RefusalTiming } from './refusal-timing.ts';
@@ -27,12 +35,12 @@ export interface GuardOptions {
   readonly timing: RefusalTiming;
   /**
    * The clock those durations and observe's are read from, in milliseconds (default
-   * `performance.now`); a test's clock makes them exact, so no test has to measure one (issue 14).
+   * `performance.now`); a test's clock makes them exact, so no test has to measure one.
    */
   readonly now?: () => number;
 }
 
-export interface Guarded {
+interface Guarded {
   verify: AttemptOnce;
   refusalDelayMs(): number;
   readonly maxVerifyMs: number;
@@ -40,7 +48,7 @@ export interface Guarded {
 }
 
 /** Wraps `once` in the cap, queue, single-flight and breaker. */
-export function guardAttempts(once: AttemptOnce, options: GuardOptions): Guarded {
+function guardAttempts(once: AttemptOnce, options: GuardOptions): Guarded {
   const breaker = options.breaker ?? new CircuitBreaker({ threshold: 5, openMs: 5000 });
   const observe = options.observe ?? (() => undefined);
   const now = options.now ?? (() => performance.now());
@@ -89,12 +97,36 @@ export function guardAttempts(once: AttemptOnce, options: GuardOptions): Guarded
       });
     },
     // contract §3: while the breaker is open or the queue full an attempt is refused at once, so a
-    // refusal decided without the backend waits no more then either (issue 22, defect 3).
+    // refusal decided without the backend waits no more then either, as the backend path does not.
     refusalDelayMs: () => (breaker.failsFast || limiter.full ? 0 : options.timing.delayMs()),
     // A queue wait and an attempt, each within the backend's deadline (contract §5, §8).
     maxVerifyMs: 2 * options.timeoutMs,
     stats() {
       return { active: limiter.active, queued: limiter.queued, breaker: breaker.state };
     },
+  };
+}
+
+/**
+ * One backend of a kind (imap/backend.ts, ldap/backend.ts): `once` behind the guard, `observe` told
+ * every attempt that reached the server, `probe` for readiness; nothing held between logins.
+ */
+export function guardedBackend(
+  spec: { readonly name: string; readonly kind: BackendKind; readonly domains: readonly string[] | null },
+  once: AttemptOnce,
+  options: Omit<GuardOptions, 'observe'> & { readonly observe: BackendObserver },
+  probe: () => Promise<ProbeResult>,
+): Backend {
+  const guarded = guardAttempts(once, {
+    ...options,
+    observe: (result, seconds) => options.observe(spec, result, seconds),
+  });
+  return {
+    name: spec.name,
+    kind: spec.kind,
+    domains: spec.domains,
+    ...guarded,
+    probe,
+    close: async () => undefined,
   };
 }

@@ -57,40 +57,35 @@ export const matching = (pattern: RegExp, expected: string) =>
     return raw;
   });
 
+/**
+ * `text` as a serialized http(s) origin (scheme, host, port; a trailing slash allowed, nothing more),
+ * or the EnvError `problem` names.
+ */
+function httpOrigin(text: string, problem: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new EnvError(problem);
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || url.origin !== text.replace(/\/$/, '')) {
+    throw new EnvError(problem);
+  }
+  return url.origin;
+}
+
 export const origins = makeValidator<string[]>((raw) =>
   raw
     .split(',')
     .map((item) => item.trim())
     .filter((item) => item !== '')
-    .map((item) => {
-      const problem = `"${item}" is not an origin like https://example.org`;
-      let url: URL;
-      try {
-        url = new URL(item);
-      } catch {
-        throw new EnvError(problem);
-      }
-      if (!['http:', 'https:'].includes(url.protocol) || url.origin !== item.replace(/\/$/, '')) {
-        throw new EnvError(problem);
-      }
-      return url.origin;
-    }),
+    .map((item) => httpOrigin(item, `"${item}" is not an origin like https://example.org`)),
 );
 
 /** contract §10: PUBLIC_URL, the origin browsers reach the service at (no path, query or credentials). */
-export const publicUrl = makeValidator<string>((raw) => {
-  const problem = `"${raw}" is not an origin like https://club.example.org (no path)`;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new EnvError(problem);
-  }
-  if (!['http:', 'https:'].includes(url.protocol) || url.origin !== raw.replace(/\/$/, '')) {
-    throw new EnvError(problem);
-  }
-  return url.origin;
-});
+export const publicUrl = makeValidator<string>((raw) =>
+  httpOrigin(raw, `"${raw}" is not an origin like https://club.example.org (no path)`),
+);
 
 export const trustProxy = makeValidator<TrustProxy>((raw) => {
   if (raw === 'false') return false;

@@ -16,14 +16,42 @@ const TOP_FIELDS = new Set(['groups', 'users', 'memberships']);
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value);
 
-function list(root: Record<string, unknown>, key: string, problems: ImportProblem[]): unknown[] {
+/**
+ * The object entries of the list at `key`, each with its JSON path, in order; any other entry is a
+ * problem, recorded when the walk reaches it (so problems stay in the file's order).
+ */
+function* objectEntries(
+  root: Record<string, unknown>,
+  key: string,
+  problems: ImportProblem[],
+): Generator<{ readonly entry: Record<string, unknown>; readonly path: string }> {
   const value = root[key];
-  if (value === undefined) return [];
+  if (value === undefined) return;
   if (!Array.isArray(value)) {
     problems.push({ path: key, reason: 'must be a list' });
-    return [];
+    return;
   }
-  return value;
+  for (const [index, entry] of value.entries()) {
+    const path = `${key}[${index}]`;
+    if (isObject(entry)) yield { entry, path };
+    else problems.push({ path, reason: 'must be an object' });
+  }
+}
+
+/**
+ * Whether `key` was already given by an earlier entry (recorded in `seen` by its path); if so, a
+ * problem at `path` + `field` naming that entry.
+ */
+function duplicate<K>(
+  seen: ReadonlyMap<K, string>,
+  key: K,
+  path: string,
+  field: string,
+  problems: ImportProblem[],
+): boolean {
+  const same = seen.get(key);
+  if (same !== undefined) problems.push({ path: `${path}${field}`, reason: `duplicate of ${same}${field}` });
+  return same !== undefined;
 }
 
 /** Validates a parsed import file; nothing is applied unless every entry is good. */
@@ -39,24 +67,11 @@ export function validateImport(json: unknown, usernameCase: UsernameCase): Impor
   const groups: Group[] = [];
   const ids = new Map<number, string>();
   const names = new Map<string, string>();
-  for (const [index, entry] of list(json, 'groups', problems).entries()) {
-    const path = `groups[${index}]`;
-    if (!isObject(entry)) {
-      problems.push({ path, reason: 'must be an object' });
-      continue;
-    }
+  for (const { entry, path } of objectEntries(json, 'groups', problems)) {
     const group = checkGroup(entry, path, problems);
     if (group === null) continue;
-    const sameId = ids.get(group.id);
-    if (sameId !== undefined) {
-      problems.push({ path: `${path}.id`, reason: `duplicate of ${sameId}.id` });
-      continue;
-    }
-    const sameName = names.get(group.name);
-    if (sameName !== undefined) {
-      problems.push({ path: `${path}.name`, reason: `duplicate of ${sameName}.name` });
-      continue;
-    }
+    if (duplicate(ids, group.id, path, '.id', problems)) continue;
+    if (duplicate(names, group.name, path, '.name', problems)) continue;
     ids.set(group.id, path);
     names.set(group.name, path);
     groups.push(group);
@@ -64,12 +79,7 @@ export function validateImport(json: unknown, usernameCase: UsernameCase): Impor
 
   const users: { username: string; active: boolean | null }[] = [];
   const usernames = new Map<string, string>();
-  for (const [index, entry] of list(json, 'users', problems).entries()) {
-    const path = `users[${index}]`;
-    if (!isObject(entry)) {
-      problems.push({ path, reason: 'must be an object' });
-      continue;
-    }
+  for (const { entry, path } of objectEntries(json, 'users', problems)) {
     const before = problems.length;
     unknownFields(entry, USER_FIELDS, path, problems);
     const checked = checkUsername(entry['username'], usernameCase);
@@ -79,23 +89,14 @@ export function validateImport(json: unknown, usernameCase: UsernameCase): Impor
     if (active !== null && typeof active !== 'boolean')
       problems.push({ path: `${path}.active`, reason: 'must be true or false' });
     if (problems.length > before || !('username' in checked)) continue;
-    const same = usernames.get(checked.username);
-    if (same !== undefined) {
-      problems.push({ path: `${path}.username`, reason: `duplicate of ${same}.username` });
-      continue;
-    }
+    if (duplicate(usernames, checked.username, path, '.username', problems)) continue;
     usernames.set(checked.username, path);
     users.push({ username: checked.username, active: active as boolean | null });
   }
 
   const memberships: Membership[] = [];
   const pairs = new Map<string, string>();
-  for (const [index, entry] of list(json, 'memberships', problems).entries()) {
-    const path = `memberships[${index}]`;
-    if (!isObject(entry)) {
-      problems.push({ path, reason: 'must be an object' });
-      continue;
-    }
+  for (const { entry, path } of objectEntries(json, 'memberships', problems)) {
     const before = problems.length;
     unknownFields(entry, MEMBERSHIP_FIELDS, path, problems);
     if (!isGroupId(entry['group'])) problems.push({ path: `${path}.group`, reason: 'must be a group id' });
@@ -110,11 +111,7 @@ export function validateImport(json: unknown, usernameCase: UsernameCase): Impor
     }
     if (problems.length > before || !('username' in checked)) continue;
     const key = `${entry['group']}\0${checked.username}`;
-    const same = pairs.get(key);
-    if (same !== undefined) {
-      problems.push({ path, reason: `duplicate of ${same}` });
-      continue;
-    }
+    if (duplicate(pairs, key, path, '', problems)) continue;
     pairs.set(key, path);
     memberships.push({
       group: entry['group'] as number,

@@ -1,9 +1,9 @@
-// The access log (issue 14): with ACCESS_LOG=true, one `request completed` line per request, written
-// the same way by the Fastify routes (app.ts) and the raw read path (raw-reads.ts). It is off by
-// default: behind a proxy that logs access (nginx's access_log) a second line per request only costs
-// throughput (docs/operations.md, "Logs and memory", gives the figures). What is logged either way: the
-// audit line of every login (routes/auth.ts), every 5xx and store outage (errors.ts), warnings. At
-// LOG_LEVEL=debug every request is also logged when it arrives.
+// The access log (docs/operations.md: logs): with ACCESS_LOG=true, one `request completed` line per
+// request, written the same way by the Fastify routes (app.ts) and the raw read path (raw-reads.ts).
+// It is off by default: behind a proxy that logs access (nginx's access_log) a second line per
+// request only costs throughput (docs/operations.md, "Logs and memory", gives the figures). What is
+// logged either way: the audit line of every login (routes/auth.ts), every 5xx and store outage
+// (errors.ts), warnings. At LOG_LEVEL=debug every request is also logged when it arrives.
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 

@@ -58,7 +58,7 @@ export function nodeServerFactory(
 
 /**
  * Node hands CONNECT to the `connect` event, detached from its HTTP parser, and drops the connection
- * when nobody listens (issue 13). Fastify answers it as any other method (405 on an /api endpoint,
+ * unanswered when nobody listens. Fastify answers it as any other method (405 on an /api endpoint,
  * contract §1, with every standard header); nothing is tunnelled, so the connection closes after.
  */
 function answerConnect(handler: Handler, request: IncomingMessage, socket: Socket, timeoutMs: number): void {

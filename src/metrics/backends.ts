@@ -44,33 +44,32 @@ export function backendMetrics(registry: client.Registry): BackendMetrics {
 
 const BREAKER_STATES: Record<string, number> = { closed: 0, half_open: 1, open: 2 };
 
-/** Registers the guard's gauges in `registry`; `stats` is read at each scrape (null: not wired yet). */
-export function guardGauges(registry: client.Registry, stats: () => GuardStats | null): void {
-  new client.Gauge({
-    name: 'clubhouse_imap_in_flight',
-    help: 'IMAP login attempts running now.',
-    registers: [registry],
-    collect() {
-      const now = stats();
-      if (now !== null) this.set(now.active);
-    },
-  });
-  new client.Gauge({
+/** The guard's gauges: name, help, and the value read off the guard's stats at each scrape. */
+const GUARD_GAUGES: readonly { name: string; help: string; value: (stats: GuardStats) => number }[] = [
+  { name: 'clubhouse_imap_in_flight', help: 'IMAP login attempts running now.', value: (s) => s.active },
+  {
     name: 'clubhouse_imap_queue_length',
     help: 'IMAP login attempts waiting for a slot.',
-    registers: [registry],
-    collect() {
-      const now = stats();
-      if (now !== null) this.set(now.queued);
-    },
-  });
-  new client.Gauge({
+    value: (s) => s.queued,
+  },
+  {
     name: 'clubhouse_imap_circuit_state',
     help: 'IMAP circuit breaker: 0 closed, 1 half open, 2 open (failing fast).',
-    registers: [registry],
-    collect() {
-      const now = stats();
-      if (now !== null) this.set(BREAKER_STATES[now.breaker] ?? 0);
-    },
-  });
+    value: (s) => BREAKER_STATES[s.breaker] ?? 0,
+  },
+];
+
+/** Registers the guard's gauges in `registry`; `stats` is read at each scrape (null: not wired yet). */
+export function guardGauges(registry: client.Registry, stats: () => GuardStats | null): void {
+  for (const gauge of GUARD_GAUGES) {
+    new client.Gauge({
+      name: gauge.name,
+      help: gauge.help,
+      registers: [registry],
+      collect() {
+        const now = stats();
+        if (now !== null) this.set(gauge.value(now));
+      },
+    });
+  }
 }

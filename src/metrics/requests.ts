@@ -1,10 +1,9 @@
-// The per-request metrics (issue 14): `clubhouse_http_requests_total` and
-// `clubhouse_http_request_duration_seconds`, tallied in plain numbers per (method, route, status) and
-// handed to prom-client's registry only when it is scraped. prom-client's own Counter.inc and
-// Histogram.observe validate and hash the label object on every call (≈ 1.1–1.9 µs measured, a few
-// per cent of a cached check); here a request costs a few Map lookups on the strings it already has
-// (no key built: a template-string key per request cost as much as the rest of the raw path's
-// bookkeeping, issue 24) and a few additions. The objects
+// The per-request metrics: `clubhouse_http_requests_total` and `clubhouse_http_request_duration_seconds`,
+// tallied in plain numbers per (method, route, status) and handed to prom-client's registry only when
+// it is scraped. prom-client's own Counter.inc and Histogram.observe validate and hash the label
+// object on every call (≈ 1.1–1.9 µs measured, a few per cent of a cached check); here a request
+// costs a few Map lookups on the strings it already has (no key built: a template-string key per
+// request cost as much as the rest of the raw path's bookkeeping) and a few additions. The objects
 // below are prom-client "metrics" (name, help, type, get()), so the registry renders them and
 // AggregatorRegistry sums them across WORKERS exactly as it does its own;
 // test/ops/request-metrics.test.ts proves the exposition equal to prom-client's Counter and

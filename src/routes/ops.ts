@@ -42,7 +42,7 @@ export function registerOps(fastify: FastifyInstance, deps: OpsDeps): void {
   fastify.get('/healthz', (_request, reply) => sendJson(reply, 200, '{"status":"ok"}'));
   fastify.get('/readyz', async (_request, reply) => {
     const checks = await readiness(deps);
-    // How each store is reached (verified TLS or not), beside whether it answers.
+    // How each store is reached (verified TLS or not), beside whether it answers (docs/operations.md).
     const tls = deps.stores.tls;
     const failing = Object.entries(checks)
       .filter(([, state]) => state !== 'ok')

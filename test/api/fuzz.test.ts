@@ -1,7 +1,8 @@
-// Issue 9: hostile input. A seeded, reproducible run of 20 000+ odd requests (methods, paths,
-// percent-encodings, headers, cookies, bodies, deep and huge JSON, wrong types, NULs, invalid UTF-8)
-// must never get a 5xx or crash the process, and memory must come back afterwards. Part of it goes
-// over real sockets, byte for byte, so the HTTP parser and the client-error path are exercised too.
+// Hostile input (docs/reliability.md). A seeded, reproducible run of 20 000+ odd requests (methods,
+// paths, percent-encodings, headers, cookies, bodies, deep and huge JSON, wrong types, NULs, invalid
+// UTF-8) must never get a 5xx or crash the process, and memory must come back afterwards. Part of it
+// goes over real sockets, byte for byte, so the HTTP parser and the client-error path are exercised
+// too.
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';

@@ -260,7 +260,7 @@ describeEachStore('group endpoints (contract §3)', (store) => {
     assert.deepEqual(largest.json(), { ...byId(MAX_ID), member_status: 2 });
   });
 
-  test('any number of leading zeros is still group 7 (issue 13: over 200 of them answered 404)', async () => {
+  test('any number of leading zeros is still group 7 (over 200 of them once answered 404)', async () => {
     const cookie = await session('alice');
     for (const zeros of [199, 201, 300, 10_000]) {
       const url = `/api/group/${'0'.repeat(zeros)}7`;

@@ -1,5 +1,5 @@
-// Issue 5: GET /api/schema is an OpenAPI 3.1 document generated from the route schemas the server
-// uses, and it is valid.
+// GET /api/schema is an OpenAPI 3.1 document generated from the route schemas the server uses, and it
+// is valid.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';

@@ -1,6 +1,6 @@
-// Issue 9: server timeouts set deliberately (slowloris): headers must arrive within
-// HEADERS_TIMEOUT_MS, a whole request within REQUEST_TIMEOUT_MS, and an idle keep-alive connection
-// is closed after KEEP_ALIVE_TIMEOUT_MS. Meanwhile other clients are served.
+// Server timeouts set deliberately (slowloris): headers must arrive within HEADERS_TIMEOUT_MS, a
+// whole request within REQUEST_TIMEOUT_MS, and an idle keep-alive connection is closed after
+// KEEP_ALIVE_TIMEOUT_MS. Meanwhile other clients are served.
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';

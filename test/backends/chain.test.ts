@@ -145,8 +145,8 @@ describe('the chain of backends', () => {
     assert.deepEqual(staff.calls, []);
   });
 
-  // Issue 22, defect 4: the wait was drawn from every backend's refusals mixed, so a disabled user
-  // on a fast domain waited as long as a slow domain's directory takes.
+  // The wait was once drawn from every backend's refusals mixed, so a disabled user on a fast
+  // domain waited as long as a slow domain's directory takes.
   test("a refusal decided without the backends imitates the backends of the username's own route", () => {
     const slow = Object.assign(scripted('slow', accept('pw'), ['staff.example']), {
       refusalDelayMs: () => 600,

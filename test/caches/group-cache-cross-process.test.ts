@@ -1,4 +1,4 @@
-// Issue 14 (contract §3, as session-cache.test.ts does for §2): the group endpoints are answered
+// Contract §3 (as session-cache.test.ts does for §2): the group endpoints are answered
 // from each process's memory on SQLite, yet a change made anywhere — another app on the same file,
 // the clubhouse command in this process or as a process of its own, an import — is seen by the very
 // next request in every process; so is a disabled user. Then the same under WORKERS=2: a real

@@ -1,4 +1,4 @@
-// Issues 8 and 14: GET/HEAD /api/auth/check and the group pages answered on the raw request when no
+// GET/HEAD /api/auth/check and the group pages answered on the raw request when no
 // I/O is needed (src/http/raw-reads.ts) must be indistinguishable from the Fastify routes: same
 // status, headers and body, over a real socket. A query string sends a request down the Fastify
 // route, so each case is asked both ways.

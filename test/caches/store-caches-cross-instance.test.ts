@@ -1,4 +1,4 @@
-// Issue 24: on PostgreSQL, and on PostgreSQL with sessions in Redis, each instance answers the check
+// On PostgreSQL, and on PostgreSQL with sessions in Redis, each instance answers the check
 // and the group pages from memory after one shared look at the stores; yet every change committed
 // before a request began, by another instance or by the clubhouse command as a process of its own,
 // is seen by that request: on the raw read path (a real socket) and on the Fastify route (inject).

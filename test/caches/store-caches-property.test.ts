@@ -1,4 +1,4 @@
-// Issue 24, as a property: on PostgreSQL and on PostgreSQL + Redis, writes on two instances (logins,
+// As a property: on PostgreSQL and on PostgreSQL + Redis, writes on two instances (logins,
 // logouts, logout everywhere, revokes as the CLI does them, memberships and groups changed) in random
 // order with reads in between, on either instance: every read on the raw path (from memory after the
 // shared look) answers exactly what the Fastify route answers at that moment by asking the store.

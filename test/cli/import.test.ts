@@ -309,7 +309,7 @@ describe('import files (contract §4)', () => {
     });
   });
 
-  // contract §3, one person one identity (issue 22): the import canonicalises as login does.
+  // contract §3, one person one identity: the import canonicalises as login does.
   test('usernames are canonicalised by the PRECIS profile, or refused with the reason', async () => {
     const file = {
       users: [{ username: 'ＬＥＮＡ' }, { username: 'JU\u0308RGEN' }, { username: 'ΣΑΣ' }],

@@ -1,4 +1,4 @@
-// An adversarial IMAP server for tests (issue 12): a small, correct IMAP login server (greeting,
+// An adversarial IMAP server for tests (contract §5): a small, correct IMAP login server (greeting,
 // CAPABILITY, STARTTLS with a real TLS upgrade, AUTHENTICATE PLAIN with or without SASL-IR, LOGIN
 // with quoted strings and literals, ID, LOGOUT) that can play one trick of a hostile or broken
 // server at a time. It records every byte it was sent and counts its open sockets, so a test can

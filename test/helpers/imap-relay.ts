@@ -1,7 +1,7 @@
-// An on-path attacker between the service and a real IMAP server (issue 12, defect 1): it can
-// replace the server's greeting (a forged `* PREAUTH` before STARTTLS) and rewrite the plaintext
-// the server sends (hide capabilities), then relays every other byte untouched, TLS included, so
-// the certificate the client sees is the real server's and verifies.
+// An on-path attacker between the service and a real IMAP server (docs/security.md: forged
+// greetings): it can replace the server's greeting (a forged `* PREAUTH` before STARTTLS) and rewrite
+// the plaintext the server sends (hide capabilities), then relays every other byte untouched, TLS
+// included, so the certificate the client sees is the real server's and verifies.
 import { once } from 'node:events';
 import net from 'node:net';
 import { CrlfBuffer } from './lines.ts';

@@ -1,4 +1,4 @@
-// LDAP messages as bytes, for the adversarial LDAP suite (issue 22): the encoders a forger needs
+// LDAP messages as bytes, for the adversarial LDAP suite (test/ldap/): the encoders a forger needs
 // (BindResponse, ExtendedResponse, SearchResultEntry, SearchResultDone) and a splitter of a byte
 // stream into LDAPMessage envelopes. The harness's own, written from RFC 4511 §4 and X.690, and
 // independent of the code under test, so a mistake there cannot hide in both.

@@ -1,4 +1,4 @@
-// A hostile directory for tests (issue 22): a TLS-terminating relay in front of a real slapd. It
+// A hostile directory for tests (contract §8): a TLS-terminating relay in front of a real slapd. It
 // holds a certificate the test trusts (its CA is the client's LDAP_CA_FILE), so it reads and
 // rewrites inside TLS what no on-path attacker could: it plays one trick of a hostile or broken
 // directory at a time on the answers, and relays everything else to slapd's ldap:// listener and

@@ -1,9 +1,9 @@
-// An on-path attacker between the service and a real slapd's ldap:// listener (issue 22, defect 1).
-// It sees the plaintext StartTLS exchange and can append bytes behind the server's StartTLS answer
-// (a forged BindResponse, whole or in part), or strip StartTLS (answer the request itself: with an
-// error, a forged answer, or not at all); every other byte is relayed untouched, TLS included, so the certificate
-// the client sees is the real server's and verifies. It records what the client sent, so a test can
-// prove that nothing but the StartTLS request ever left in clear.
+// An on-path attacker between the service and a real slapd's ldap:// listener (docs/security.md: the
+// LDAP path). It sees the plaintext StartTLS exchange and can append bytes behind the server's
+// StartTLS answer (a forged BindResponse, whole or in part), or strip StartTLS (answer the request
+// itself: with an error, a forged answer, or not at all); every other byte is relayed untouched, TLS
+// included, so the certificate the client sees is the real server's and verifies. It records what the
+// client sent, so a test can prove that nothing but the StartTLS request ever left in clear.
 import { once } from 'node:events';
 import net from 'node:net';
 import { bindResponse, type Frame, FrameSplitter } from './ldap-ber.ts';

@@ -41,7 +41,7 @@ export interface TestPostgres {
 export interface PostgresOptions {
   /** Start a private instance even if a server answers on 5432 (for stop/start tests). */
   private?: boolean;
-  /** Private, with ssl=on and this certificate (issue 17); the key is copied for the server's user. */
+  /** Private, with ssl=on and this certificate; the key is copied for the server's user. */
   tls?: { certFile: string; keyFile: string };
   /** Private: listen_addresses (default 127.0.0.1), e.g. a second loopback address for name checks. */
   listenAddresses?: string;

@@ -25,7 +25,7 @@ export interface TestRedis {
   stop(): Promise<void>;
   /** True when this handle started its own server. */
   private: boolean;
-  /** rediss://127.0.0.1:<tls port> when started with `tls` (issue 17), else null. */
+  /** rediss://127.0.0.1:<tls port> when started with `tls`, else null. */
   tlsUrl: string | null;
   /** Private only: shuts the server down; connections are refused until startServer(). */
   stopServer?(): Promise<void>;
@@ -36,7 +36,7 @@ export interface TestRedis {
 export interface RedisOptions {
   /** Start a private redis-server even if one answers on 6379 (for stop/start tests). */
   private?: boolean;
-  /** Private, with a tls-port serving this certificate besides the plain port (issue 17). */
+  /** Private, with a tls-port serving this certificate besides the plain port. */
   tls?: { certFile: string; keyFile: string; caFile: string };
   /** Private: the addresses to bind (default 127.0.0.1), e.g. a second one for name checks. */
   bind?: string;

@@ -1,6 +1,6 @@
-// Redis Sentinel for tests (issue 17): a primary, one replica and three sentinels (Debian
-// `redis-sentinel`) on loopback, in a temp dir, with short failure detection so a failover takes
-// seconds. killPrimary() is the fault; the sentinels then promote the replica.
+// Redis Sentinel for tests (docs/operations.md: Redis Sentinel): a primary, one replica and three
+// sentinels (Debian `redis-sentinel`) on loopback, in a temp dir, with short failure detection so a
+// failover takes seconds. killPrimary() is the fault; the sentinels then promote the replica.
 
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';

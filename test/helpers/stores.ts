@@ -209,7 +209,7 @@ export const STORES: readonly TestStore[] = [
   store('postgres', 'PostgreSQL', viaPostgres, false),
   store('redis', 'Redis sessions over SQLite', sqliteDatabase, true),
   store('redis-postgres', 'Redis sessions over PostgreSQL', viaPostgres, true),
-  // Issue 17: PgBouncer in transaction mode, docs/operations.md's recipe for many instances.
+  // PgBouncer in transaction mode, docs/operations.md's recipe for many instances.
   store('pgbouncer', 'PostgreSQL through PgBouncer', viaPgBouncer, false),
   store('redis-pgbouncer', 'Redis sessions over PostgreSQL through PgBouncer', viaPgBouncer, true),
 ];

@@ -1,4 +1,4 @@
-// Issue 12: the verify-only IMAP client (src/backends/imap/client.ts, lines.ts) against scripted
+// Contract §5: the verify-only IMAP client (src/backends/imap/client.ts, lines.ts) against scripted
 // servers: the exact bytes of AUTHENTICATE PLAIN and LOGIN, SASL-IR vs continuation, literals
 // (synchronising, LITERAL+, LITERAL-), our own tags only, PREAUTH refused in every mode,
 // capabilities re-read after STARTTLS, ID only after TLS, and the bounds of the response reader.

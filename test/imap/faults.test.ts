@@ -1,9 +1,9 @@
-// Contract §5 and issue 9: an IMAP server that is down, hangs, resets or stalls mid-authentication
-// gives a 403 within the deadline, leaves no socket open, never crashes the process, and the service
-// recovers when the fault clears; the circuit breaker opens and closes as designed. Two ways: fake
-// servers that misbehave (helpers/fake-imap.ts), and a TCP fault proxy in front of the real Dovecot
-// (the greeting never comes, the TLS handshake stalls, a reset during AUTHENTICATE, 2 s latency on
-// every packet). Also: x-originating-ip forwarding.
+// Contract §5 and docs/reliability.md: an IMAP server that is down, hangs, resets or stalls
+// mid-authentication gives a 403 within the deadline, leaves no socket open, never crashes the
+// process, and the service recovers when the fault clears; the circuit breaker opens and closes as
+// designed. Two ways: fake servers that misbehave (helpers/fake-imap.ts), and a TCP fault proxy in
+// front of the real Dovecot (the greeting never comes, the TLS handshake stalls, a reset during
+// AUTHENTICATE, 2 s latency on every packet). Also: x-originating-ip forwarding.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';

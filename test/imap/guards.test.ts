@@ -52,7 +52,7 @@ describe('IMAP guards', () => {
       odd: { ok: false, failure: 'upstream_misconfigured', reason: 'TLS' },
       wrong: { ok: false, failure: 'bad_credentials', reason: 'IMAP NO' },
     };
-    // A clock that moves only inside a login, by 37 ms: every attempt lasts exactly that (issue 14).
+    // A clock that moves only inside a login, by 37 ms: every attempt lasts exactly that.
     const clock = { ms: 0 };
     const login = async (_s: ImapSettings, _t: unknown, username: string) => {
       clock.ms += 37;

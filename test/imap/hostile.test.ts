@@ -1,4 +1,4 @@
-// Issue 12: every trick of a hostile or broken IMAP server (test/helpers/hostile-imap.ts), through
+// Contract §5: every trick of a hostile or broken IMAP server (test/helpers/hostile-imap.ts), through
 // the real app. Each ends in 403 {"detail": "Cannot log you in"} with the right failure class,
 // within IMAP_TIMEOUT_MS (+ slack), with no socket left open on the server and no session; the
 // readiness probe answers 503 naming imap for every trick it can meet.
@@ -127,8 +127,8 @@ const TRICKS: readonly Trick[] = [
     neverTls: true,
   },
   {
-    // Issue 22, defect 9: a literal announced behind the OK left the reader waiting for its bytes,
-    // which then came from inside TLS; refused before only because the mangled answer broke later.
+    // A literal announced behind the OK once left the reader waiting for its bytes, which then came
+    // from inside TLS; it was refused only because the mangled answer broke later.
     name: 'a literal announced behind the STARTTLS OK',
     server: { trick: 'starttls-literal' },
     security: 'starttls',
@@ -201,7 +201,7 @@ const TRICKS: readonly Trick[] = [
     security: 'tls',
     failure: 'upstream_unavailable',
   },
-  // Issue 22, defect 9: `OKAY` and `OK[ALERT]` were read as OK.
+  // `OKAY` and `OK[ALERT]` were once read as OK.
   {
     name: 'OKAY in answer to the login',
     server: { trick: 'status-okay' },

@@ -201,7 +201,7 @@ describe("Dovecot's real failure delay", () => {
   });
 });
 
-// docs/backends.md "Dovecot behind clubhouse" (issue 22): with login_trusted_networks naming this service,
+// docs/backends.md "Dovecot behind clubhouse": with login_trusted_networks naming this service,
 // IMAP_FORWARD_CLIENT_IP makes Dovecot attribute a login to the client's address (its `rip`), which
 // is what its per-IP auth penalty and its logs key on, instead of to this service's own address.
 describe('the Dovecot recipe: login_trusted_networks with IMAP_FORWARD_CLIENT_IP', () => {

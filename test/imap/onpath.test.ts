@@ -1,7 +1,7 @@
-// Issue 12: an on-path attacker in front of the real Dovecot, and servers that need literals.
-// Defect 1: a forged `* PREAUTH` greeting before STARTTLS (the rest relayed untouched, so the
-// certificate verifies) must never log anyone in (contract §5). Defect 2: without AUTH=PLAIN, a
-// non-ASCII password goes in a literal, so strict servers accept the right password.
+// An on-path attacker in front of the real Dovecot, and servers that need literals. A forged
+// `* PREAUTH` greeting before STARTTLS (the rest relayed untouched, so the certificate verifies) must
+// never log anyone in (contract §5). Without AUTH=PLAIN, a non-ASCII password goes in a literal, so
+// strict servers accept the right password.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

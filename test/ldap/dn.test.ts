@@ -1,4 +1,4 @@
-// Issue 22: search-then-bind binds only as an entry under LDAP_BASE_DN, compared RDN by RDN (not as
+// Contract §8: search-then-bind binds only as an entry under LDAP_BASE_DN, compared RDN by RDN (not as
 // text): escaped separators, multi-valued RDNs, case, spacing, hex pairs and `#` BER values, and
 // properties over any username escaped into a DN and over values compared after preparation.
 import assert from 'node:assert/strict';

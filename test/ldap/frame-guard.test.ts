@@ -1,8 +1,8 @@
-// Issue 22: the frame guard on its own, between a loopback socket pair and a stand-in for ldapts
-// that writes raw frames: a request counts as sent only once written whole (an answer to a request
-// still half-written is refused, and the peer never saw the half), one answer per bind, search
-// entries then one done, a Notice of Disconnection, a polite close, and the group sync's requests
-// of its own beside ldapts's.
+// The frame guard on its own (docs/security.md: the LDAP path), between a loopback socket pair and a
+// stand-in for ldapts that writes raw frames: a request counts as sent only once written whole (an
+// answer to a request still half-written is refused, and the peer never saw the half), one answer per
+// bind, search entries then one done, a Notice of Disconnection, a polite close, and the group sync's
+// requests of its own beside ldapts's.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';

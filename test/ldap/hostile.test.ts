@@ -1,4 +1,4 @@
-// Issue 22: every trick of a hostile directory (test/helpers/ldap-hostile.ts: a TLS-terminating
+// Contract §8: every trick of a hostile directory (test/helpers/ldap-hostile.ts: a TLS-terminating
 // relay in front of the real slapd, trusted through LDAP_CA_FILE), through the real app. Each ends
 // in 403 {"detail": "Cannot log you in"} with the right failure class and reason, before the
 // deadline, with no socket left open and no session, even with alice's right password; where the

@@ -1,10 +1,10 @@
-// Issue 22, defect 1, through the login API on every store: the service configured with
-// LDAP_URL=ldap://… (required StartTLS, direct bind) behind an on-path relay that injects the start
-// of a forged BindResponse(success) behind the StartTLS answer (test/helpers/ldap-relay.ts). Before
-// the fix this logged in a wrong password and a user the directory does not have; now: 403
-// {"detail": "Cannot log you in"}, no sessionid cookie, nothing stored, the audit line
-// `upstream_misconfigured`, and /readyz 503 naming the directory. A relay that only relays is
-// harmless: the right password logs in through it.
+// StartTLS injection (docs/security.md: the LDAP path), through the login API on every store: the
+// service configured with LDAP_URL=ldap://… (required StartTLS, direct bind) behind an on-path relay
+// that injects the start of a forged BindResponse(success) behind the StartTLS answer
+// (test/helpers/ldap-relay.ts). Before the fix this logged in a wrong password and a user the
+// directory does not have; now: 403 {"detail": "Cannot log you in"}, no sessionid cookie, nothing
+// stored, the audit line `upstream_misconfigured`, and /readyz 503 naming the directory. A relay that
+// only relays is harmless: the right password logs in through it.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';

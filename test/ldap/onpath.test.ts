@@ -1,13 +1,13 @@
-// Issue 22, defect 1: an on-path attacker in front of the real slapd (test/helpers/ldap-relay.ts),
-// with LDAP_URL=ldap://… and required StartTLS. Bytes appended behind the plaintext StartTLS answer
-// must never count once TLS is up (contract §8, the CVE-2011-0411 class): a forged BindResponse
-// prefix that the server's real invalidCredentials would complete inside TLS, a whole forged
-// success, half of one, one byte, for the next bind's message id, id 1 and id 0. Each ends as
-// `upstream_misconfigured` at once (not at the deadline, where it would be `upstream_unavailable`
-// and free to retry), with nothing left open. A stripped StartTLS, or an answer to it forged by
-// the attacker (a refusal, another id or operation, a Notice of Disconnection, garbage), never
-// leads to a bind in clear. The relay that only relays changes nothing: the right password still
-// logs in. Through the HTTP API, on every store: ldap/onpath-api.test.ts.
+// StartTLS injection (docs/security.md: the LDAP path): an on-path attacker in front of the real
+// slapd (test/helpers/ldap-relay.ts), with LDAP_URL=ldap://… and required StartTLS. Bytes appended
+// behind the plaintext StartTLS answer must never count once TLS is up (contract §8, the
+// CVE-2011-0411 class): a forged BindResponse prefix that the server's real invalidCredentials would
+// complete inside TLS, a whole forged success, half of one, one byte, for the next bind's message id,
+// id 1 and id 0. Each ends as `upstream_misconfigured` at once (not at the deadline, where it would
+// be `upstream_unavailable` and free to retry), with nothing left open. A stripped StartTLS, or an
+// answer to it forged by the attacker (a refusal, another id or operation, a Notice of Disconnection,
+// garbage), never leads to a bind in clear. The relay that only relays changes nothing: the right
+// password still logs in. Through the HTTP API, on every store: ldap/onpath-api.test.ts.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

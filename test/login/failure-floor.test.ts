@@ -1,8 +1,8 @@
-// Contract §3 (issue 22, defects 3 and 7): a refused login is answered no sooner than
-// AUTH_FAILURE_DELAY_MS after it began, whatever the backend; a refusal decided without the backend
-// waits as long as the backend's refusal would, and no less than that floor; identical attempts in
-// flight, refused by a backend or decided here, are answered together. Proved on a clock that moves
-// only when the backend works or the login procedure waits, so every wait is known exactly.
+// Contract §3: a refused login is answered no sooner than AUTH_FAILURE_DELAY_MS after it began,
+// whatever the backend; a refusal decided without the backend waits as long as the backend's refusal
+// would, and no less than that floor; identical attempts in flight, refused by a backend or decided
+// here, are answered together. Proved on a clock that moves only when the backend works or the login
+// procedure waits, so every wait is known exactly.
 import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import type { Authenticator, VerifyResult } from '../../src/backends/authenticator.ts';
@@ -121,8 +121,8 @@ describe('the failure floor (AUTH_FAILURE_DELAY_MS)', () => {
   });
 });
 
-// Issue 22, defect 3: six identical attempts for a disabled user each waited their own draw and
-// ended spread over ~700 ms, where six for an active user with a wrong password ended together.
+// Six identical attempts for a disabled user once each waited their own draw and ended spread over
+// ~700 ms, where six for an active user with a wrong password ended together.
 describe('identical attempts in flight are answered together', () => {
   let t: TestApp | undefined;
   afterEach(async () => {
@@ -166,7 +166,7 @@ describe('identical attempts in flight are answered together', () => {
   });
 });
 
-// Issue 22, defect 3 (also): while the breaker is open the backend path answers at once, so a
+// While the breaker is open the backend path answers at once, so a
 // refusal decided here must not wait the backend's usual ~2 s either; both answer at the floor.
 describe('while the backend fails fast, so does the imitation of its refusals', () => {
   test('the breaker open: the IMAP refusal delay is 0, then the recorded refusals again', async () => {

@@ -1,6 +1,6 @@
-// Contract §3, one person one identity (issue 22, defect 2), through the HTTP API on every store:
-// width and case variants of a name are one user (one row, one disable, one throttle count), and
-// compatibility look-alikes are refused before any backend is asked.
+// Contract §3, one person one identity, through the HTTP API on every store: width and case variants
+// of a name are one user (one row, one disable, one throttle count), and compatibility look-alikes
+// are refused before any backend is asked.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Authenticator } from '../../src/backends/authenticator.ts';

@@ -1,9 +1,9 @@
 // Contract §2: a session id is 32 characters of [a-z0-9] from a CSPRNG (≥ 160 bits) and a CSRF token
-// 32 of [A-Za-z0-9]. Their form alone proves nothing of their randomness (issue 22: an id of 16
-// random characters written twice passed every test). Here each position must be uniform over its
-// alphabet and independent of every other position: a repeated half, a fixed prefix, a biased
-// modulo or a counter all fail. The thresholds are many standard deviations out, so a good generator
-// fails with a probability far below one in a million runs.
+// 32 of [A-Za-z0-9]. Their form alone proves nothing of their randomness (an id of 16 random
+// characters written twice once passed every test). Here each position must be uniform over its
+// alphabet and independent of every other position: a repeated half, a fixed prefix, a biased modulo
+// or a counter all fail. The thresholds are many standard deviations out, so a good generator fails
+// with a probability far below one in a million runs.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { newCsrfToken, newSessionId } from '../../src/auth/sessions.ts';

@@ -1,10 +1,11 @@
-// Contract §3 (issue 12, defect 3): a refusal decided without the authentication backend (a disabled
-// user, a user not allowed, input refused before IMAP) takes as long as a refused password at the
-// backend would: it waits one of the durations the backend's recent refusals took (RefusalTiming).
-// Proved without reading a clock (issue 14): against the harness Dovecot, the IMAP authenticator's
-// clock moves only inside a login, by a duration this test picks, so the duration of every refused
-// password is known exactly; the wait of every refusal decided here is recorded as asked, then
-// really waited. Each wait must be one of the durations recorded before it (the seed before any).
+// Contract §3: a refusal decided without the authentication backend (a disabled user, a user not
+// allowed, input refused before IMAP) takes as long as a refused password at the backend would: it
+// waits one of the durations the backend's recent refusals took (RefusalTiming). Proved without
+// reading a clock (a loaded machine makes measured times flaky): against the harness Dovecot, the
+// IMAP authenticator's clock moves only inside a login, by a duration this test picks, so the
+// duration of every refused password is known exactly; the wait of every refusal decided here is
+// recorded as asked, then really waited. Each wait must be one of the durations recorded before it
+// (the seed before any).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -1,7 +1,7 @@
-// Contract §3, one person one identity (issue 22): a look-alike of a name is that name or refused,
-// never a second accepted name. The look-alikes are found at test time over the whole code point
-// range: every code point whose compatibility form (NFKC, then lower case for UsernameCaseMapped)
-// is one character that the profile allows on its own, e.g. ｌ, 𝐥, ⓛ or ℓ for l.
+// Contract §3, one person one identity: a look-alike of a name is that name or refused, never a
+// second accepted name. The look-alikes are found at test time over the whole code point range: every
+// code point whose compatibility form (NFKC, then lower case for UsernameCaseMapped) is one character
+// that the profile allows on its own, e.g. ｌ, 𝐥, ⓛ or ℓ for l.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';

@@ -1,4 +1,4 @@
-// Contract §3, one person one identity (issue 22): the PRECIS username profiles of RFC 8265 in
+// Contract §3, one person one identity: the PRECIS username profiles of RFC 8265 in
 // src/auth/username.ts, by example and by property (fast-check).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Issue 14: the access log is off by default (ACCESS_LOG): no line per request, on the raw check path
+// The access log is off by default (ACCESS_LOG): no line per request, on the raw check path
 // or the Fastify routes, while the audit line of every login and every error stay; with
 // ACCESS_LOG=true every request has exactly one `request completed` line carrying its request id.
 import assert from 'node:assert/strict';

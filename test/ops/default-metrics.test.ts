@@ -1,5 +1,5 @@
 // Node's process metrics on /metrics (contract §6): every one of prom-client's default metrics but
-// the GC-duration histogram, which issue 14 measured at 11 % of a cached check's CPU (src/metrics/metrics.ts).
+// the GC-duration histogram, measured at 11 % of a cached check's CPU (src/metrics/metrics.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import client from 'prom-client';

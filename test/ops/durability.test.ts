@@ -1,4 +1,4 @@
-// Issue 9: durability. `kill -9` of the server during a burst of logins and logouts; after a
+// Durability (docs/reliability.md). `kill -9` of the server during a burst of logins and logouts; after a
 // restart on the same database, every session whose login answered 200 and was not logged out still
 // works, every logged-out one does not, and SQLite passes PRAGMA integrity_check.
 import assert from 'node:assert/strict';

@@ -11,7 +11,7 @@ import { type Dovecot, startDovecot } from '../helpers/dovecot.ts';
 import { startFakeImap } from '../helpers/fake-imap.ts';
 import { freePort } from '../helpers/ports.ts';
 
-// Issue 17: /readyz also says how each store is reached; this suite runs on a SQLite file.
+// /readyz also says how each store is reached (docs/operations.md); this suite runs on a SQLite file.
 const LOCAL = { database: 'local', sessions: 'local' };
 
 /** The value of one sample line of a Prometheus text exposition, or undefined. */

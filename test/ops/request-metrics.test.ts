@@ -1,4 +1,4 @@
-// Issue 14: the request counter and histogram tallied by src/metrics/requests.ts must expose exactly
+// The request counter and histogram tallied by src/metrics/requests.ts must expose exactly
 // what prom-client's own Counter and Histogram expose for the same observations: the text of a
 // scrape, the JSON a worker sends its primary, and the sum over two workers.
 import assert from 'node:assert/strict';

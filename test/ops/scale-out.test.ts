@@ -1,7 +1,7 @@
-// Issue 6, scale-out: instances share nothing but the stores (PostgreSQL and optionally Redis; one
-// SQLite file for processes of one machine), so a session or a throttle count made on one is seen
-// by all; WORKERS=2 serves one port from two processes that replace each other. (A store stopped
-// and started under a running app: store/outage-restart.)
+// Scale-out (docs/scaling.md): instances share nothing but the stores (PostgreSQL and optionally
+// Redis; one SQLite file for processes of one machine), so a session or a throttle count made on one
+// is seen by all; WORKERS=2 serves one port from two processes that replace each other. (A store
+// stopped and started under a running app: store/outage-restart.)
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

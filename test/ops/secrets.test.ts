@@ -1,8 +1,8 @@
-// Issue 9: secrets. Runs the suites that log in, log out and fail logins in a child test run with
-// a registry of every password, session id and CSRF token they use (and, contract §10, every state,
-// nonce, code, token and state cookie of a sign-in at an identity provider), then greps everything that run
-// printed — the runner's output, every captured service log line, every service process's output —
-// for each of them. None may appear.
+// Secrets (docs/reliability.md): runs the suites that log in, log out and fail logins in a child test
+// run with a registry of every password, session id and CSRF token they use (and, contract §10, every
+// state, nonce, code, token and state cookie of a sign-in at an identity provider), then greps
+// everything that run printed — the runner's output, every captured service log line, every service
+// process's output — for each of them. None may appear.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

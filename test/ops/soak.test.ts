@@ -1,4 +1,4 @@
-// Issue 9: the 20-second version of `npm run soak`: mixed traffic from this process against the
+// The 20-second version of `npm run soak`: mixed traffic from this process against the
 // service as its own process, with the same assertions on errors and leaks (no error, the session
 // table exactly logins minus logouts, no file descriptor left open, memory not running away).
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Issue 9: faults between clubhouse and PostgreSQL / Redis, injected by a TCP proxy: PostgreSQL
+// Faults between clubhouse and PostgreSQL / Redis, injected by a TCP proxy: PostgreSQL
 // slow past the query timeout, PostgreSQL gone, Redis gone mid-logout. Each gives 503 with
 // Retry-After (never a 500, never a silent logged-out state), no crash, no leaked pool clients or
 // sockets, and full recovery without a restart when the fault clears.

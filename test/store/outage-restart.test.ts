@@ -1,4 +1,4 @@
-// Issue 6: PostgreSQL or Redis stopped under a running app (private servers of the harness): the
+// PostgreSQL or Redis stopped under a running app (private servers of the harness): the
 // requests that need the store answer 503 + Retry-After (never a 500, never a silent logged-out
 // state), those that do not are served, and once the server is back the same process serves again
 // without a restart.

@@ -1,4 +1,4 @@
-// Issue 17: what only PgBouncer in transaction mode shows (helpers/pgbouncer.ts, docs/operations.md's recipe
+// What only PgBouncer in transaction mode shows (helpers/pgbouncer.ts, docs/operations.md's recipe
 // for many instances): the server-side timeouts still apply (as role defaults that migrate sets, not
 // startup parameters), and forgetting DATABASE_TRANSACTION_POOLER fails at start-up. The API suites
 // and the store contract run through PgBouncer too (helpers/stores.ts).
@@ -13,7 +13,7 @@ import { startPgBouncer, type TestPgBouncer } from '../helpers/pgbouncer.ts';
 import type { TestDatabase } from '../helpers/postgres.ts';
 import { startPostgres } from '../helpers/postgres.ts';
 
-describe('PgBouncer in transaction mode (issue 17)', () => {
+describe('PgBouncer in transaction mode', () => {
   let bouncer: TestPgBouncer;
   let db: TestDatabase;
   before(async () => {

@@ -1,4 +1,4 @@
-// Issue 17: sessions in Redis behind Sentinel (SESSION_STORE=redis-sentinel://…/clubhouse), with a
+// Sessions in Redis behind Sentinel (SESSION_STORE=redis-sentinel://…/clubhouse), with a
 // primary, a replica and three sentinels from the harness. The primary is killed under a stream of
 // logins and checks: meanwhile every answer is 200 or 503 with Retry-After (never a 500, never a
 // session that looks gone); afterwards the same process serves again without a restart, and the

@@ -1,4 +1,4 @@
-// Issue 16: a database from before contract §9 (no client_ip, user_agent, last_seen on sessions) is
+// A database from before contract §9 (no client_ip, user_agent, last_seen on sessions) is
 // migrated in place, and its sessions show what is known — when they were created — rather than
 // failing. On SQLite (migrations 1–4 applied, then the service starts) and on PostgreSQL (the same
 // state made by undoing version 4).

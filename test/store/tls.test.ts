@@ -1,8 +1,9 @@
-// Issue 17: PostgreSQL and Redis over TLS, as managed services require. A private PostgreSQL with
-// ssl=on and a private redis-server with a tls-port serve a certificate from the harness CA, on
-// 127.0.0.1 and 127.0.0.2 (the certificate names only the first). A trusted certificate connects and
-// is reported "verified"; a wrong CA or host name is refused at start-up with the reason; TLS asked
-// for is never traded for plaintext; unverified TLS only when sslmode=require says so.
+// PostgreSQL and Redis over TLS (docs/operations.md: TLS to the stores), as managed services require.
+// A private PostgreSQL with ssl=on and a private redis-server with a tls-port serve a certificate
+// from the harness CA, on 127.0.0.1 and 127.0.0.2 (the certificate names only the first). A trusted
+// certificate connects and is reported "verified"; a wrong CA or host name is refused at start-up
+// with the reason; TLS asked for is never traded for plaintext; unverified TLS only when
+// sslmode=require says so.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';

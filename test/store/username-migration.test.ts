@@ -1,4 +1,4 @@
-// Contract §3, one person one identity (issue 22): the migration of stored usernames, on every
+// Contract §3, one person one identity: the migration of stored usernames, on every
 // store. Names stored before canonical usernames (ＬＥＮＡ beside lena, Bob, 𝐥𝐞𝐧𝐚) are renamed,
 // or disabled and listed for an administrator, by `clubhouse migrate` and `config check`, and the
 // sessions they held end wherever sessions live.

@@ -1,7 +1,7 @@
-// Issue 12, defect 5 (contract §3): guesses in flight are counted where the counters live, so a burst
-// of parallel guesses for one username puts at most 5 through to IMAP however many processes and
-// instances serve it. Real clusters (WORKERS=2), against the harness Dovecot with its real 2 s
-// failure delay (the guesses stay in flight together), counted at the IMAP server by a TCP relay.
+// Contract §3: guesses in flight are counted where the counters live, so a burst of parallel guesses
+// for one username puts at most 5 through to IMAP however many processes and instances serve it. Real
+// clusters (WORKERS=2), against the harness Dovecot with its real 2 s failure delay (the guesses stay
+// in flight together), counted at the IMAP server by a TCP relay.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { dovecotEnv } from '../helpers/app.ts';

@@ -228,14 +228,14 @@ describeEachStore('login throttling', (store) => {
     const statuses = results.map((r) => r.statusCode);
     assert.equal(auth.calls, 5, `${auth.calls} guesses reached IMAP`);
     assert.equal(statuses.filter((s) => s === 429).length, 15);
-    // Issue 22, defect 5: the lock is made only of guesses in flight, which are over within the
+    // The lock is made only of guesses in flight, which are over within the
     // longest an attempt lasts (the authenticator's 10 s here); then a retry is admitted or learns the
     // window's wait. Not 900 s: five guesses that last two seconds must not hold the owner out that long.
     for (const r of results.filter((r) => r.statusCode === 429)) assert.equal(r.headers['retry-after'], '10');
   });
 
-  // Issue 22, defect 5: input refused before any backend was admitted as a guess in flight, so five
-  // such attempts at once (from anywhere, repeated) gave the owner 429 with Retry-After 900.
+  // Input refused before any backend was once admitted as a guess in flight, so five such attempts
+  // at once (from anywhere, repeated) gave the owner 429 with Retry-After 900.
   test('attempts refused for a control character are never admitted: the owner is not held out', async () => {
     const held = heldRefusals();
     held.hold();
@@ -248,8 +248,8 @@ describeEachStore('login throttling', (store) => {
     assert.equal(auth.calls, 1, 'only the owner reached the backend');
   });
 
-  // Issue 22, defect 6: the per-IP limit counted only recorded failures, so 300 parallel guesses over
-  // distinct usernames from one address all reached the backend.
+  // The per-IP limit once counted only recorded failures, so 300 parallel guesses over distinct
+  // usernames from one address all reached the backend.
   test('guesses in flight count toward the per-IP limit: a parallel burst lets at most 50 through', async () => {
     auth.delayMs = 50;
     const answers = await Promise.all(
@@ -278,7 +278,7 @@ describeEachStore('login throttling', (store) => {
     );
   });
 
-  // A test the suite lacked (issue 22): break the client address on purpose and every test stayed green.
+  // A test the suite once lacked: break the client address on purpose and every test stayed green.
   test('without TRUST_PROXY, X-Forwarded-For is ignored by the per-IP count, the audit line and the session list', async () => {
     const forwarded = (username: string, password: string) =>
       t.fastify.inject({

@@ -1,6 +1,6 @@
 // Contract §3: the Retry-After of a refused guess is when it could be admitted at the earliest. With
 // the recorded failures at the limit, when the limit-th newest leaves the window; when it takes the
-// guesses in flight to reach the limit, when those are done (issue 22, defect 5), never a placeholder.
+// guesses in flight to reach the limit, when those are done, never a placeholder.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { clientKey, guessRetryAfterMs } from '../../src/auth/throttle.ts';

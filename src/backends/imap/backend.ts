@@ -4,7 +4,7 @@
 // Knows nothing of sessions or HTTP: it answers "ok" or a classified failure.
 import type { Backend, BackendObserver } from '../authenticator.ts';
 import type { CircuitBreaker } from '../breaker.ts';
-import { guardAttempts } from '../guard.ts';
+import { guardedBackend } from '../guard.ts';
 import { RefusalTiming } from '../refusal-timing.ts';
 import { backendTls } from '../tls.ts';
 import { probeImapServer, verifyImapLogin } from './client.ts';
@@ -37,7 +37,8 @@ export function createImapBackend(
   const settings = spec.imap;
   const tls = backendTls(settings.host, settings.caFile);
   const login = seams.login ?? verifyImapLogin;
-  const guarded = guardAttempts(
+  return guardedBackend(
+    spec,
     (username, password, clientIp) => login(settings, tls, username, password, clientIp),
     {
       label: 'IMAP',
@@ -45,18 +46,11 @@ export function createImapBackend(
       queueLimit: settings.queueLimit,
       timeoutMs: settings.timeoutMs,
       breaker: seams.breaker,
-      observe: (result, seconds) => observe(spec, result, seconds),
+      observe,
       classify: classifyImapError,
       timing: seams.timing ?? new RefusalTiming(IMAP_REFUSAL_SEED_MS),
       now: seams.now,
     },
+    () => probeImapServer(settings, tls),
   );
-  return {
-    name: spec.name,
-    kind: spec.kind,
-    domains: spec.domains,
-    ...guarded,
-    probe: () => probeImapServer(settings, tls),
-    close: async () => undefined,
-  };
 }

@@ -1,9 +1,16 @@
-// A verify-only IMAP client (contract §5, issue 12): greeting, CAPABILITY, STARTTLS, AUTHENTICATE
+// A verify-only IMAP client (contract §5): greeting, CAPABILITY, STARTTLS, AUTHENTICATE
 // PLAIN (SASL-IR where offered) or LOGIN with literals, ID, LOGOUT, and nothing of a mail client.
 // A login is verified only by the tagged OK to our own LOGIN/AUTHENTICATE, over TLS unless `plain`;
 // a PREAUTH greeting, an untagged OK, another tag's answer or anything out of protocol is
 // `upstream_misconfigured`. One deadline covers everything; the socket is destroyed in `finally`.
-import type { BackendFailure, ProbeResult, VerifyResult } from '../authenticator.ts';
+import {
+  type BackendFailure,
+  type ProbeResult,
+  probeFailed,
+  type VerifyResult,
+  verifyFailed,
+} from '../authenticator.ts';
+import { withinDeadline } from '../deadline.ts';
 import type { TlsOptions } from '../tls.ts';
 import { idCommand, loginSegments } from './commands.ts';
 import { Connection } from './connection.ts';
@@ -34,26 +41,20 @@ async function withConnection<T>(
   failed: (failure: BackendFailure, reason: string) => T,
 ): Promise<T> {
   let conn: Connection | null = null;
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<T>((resolve) => {
-    timer = setTimeout(
-      () => resolve(failed('upstream_unavailable', `no answer within ${settings.timeoutMs} ms`)),
-      settings.timeoutMs,
-    );
-  });
-  const attempt = (async () => {
-    conn = new Connection(settings, tls);
-    return work(conn);
-  })().catch((err: unknown) => {
-    const { failure, reason } = classifyImapError(err);
-    return failed(failure, reason);
-  });
-  try {
-    return await Promise.race([attempt, deadline]);
-  } finally {
-    clearTimeout(timer);
-    (conn as Connection | null)?.socket.destroy();
-  }
+  return withinDeadline(
+    settings.timeoutMs,
+    async () => {
+      conn = new Connection(settings, tls);
+      return work(conn);
+    },
+    {
+      classify: classifyImapError,
+      failed,
+      release: () => {
+        (conn as Connection | null)?.socket.destroy();
+      },
+    },
+  );
 }
 
 /**
@@ -95,7 +96,7 @@ export function verifyImapLogin(
         reason: answer.code === '' ? 'IMAP NO' : `IMAP [${answer.code}]`,
       };
     },
-    (failure, reason) => ({ ok: false, failure, reason }),
+    verifyFailed,
   );
 }
 
@@ -112,6 +113,6 @@ export function probeImapServer(settings: ImapSettings, tls: TlsOptions): Promis
       await conn.logout();
       return { ok: true };
     },
-    (failure, reason) => ({ ok: false, reason: `${failure}: ${reason}` }),
+    probeFailed,
   );
 }

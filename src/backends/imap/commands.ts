@@ -1,4 +1,4 @@
-// What the verify-only IMAP client writes (contract §5, issue 12): the login command as
+// What the verify-only IMAP client writes (contract §5): the login command as
 // AUTHENTICATE PLAIN (RFC 4616, SASL-IR per RFC 4959) or LOGIN with quoted strings and literals
 // (RFC 9051 §4.3, LITERAL+/- per RFC 7888), the ID command, and how capabilities are read.
 

@@ -1,4 +1,4 @@
-// One IMAP connection of the verify-only client (contract §5, issue 12): our own tags (a1, a2, …),
+// One IMAP connection of the verify-only client (contract §5): our own tags (a1, a2, …),
 // a bounded reader (lines.ts), commands that collect untagged lines until their own tagged answer,
 // STARTTLS over the same socket, and a best-effort LOGOUT. The verdict on that answer is client.ts's.
 import { connect as netConnect, type Socket } from 'node:net';
@@ -83,7 +83,7 @@ export class Connection {
       // contract §5: another tag's answer (even an OK) is out of protocol, never a verdict.
       if (response.tag !== tag) throw new ImapProtocolError('a tagged answer to a command never sent');
       // RFC 9051 §7.1: resp-cond-state = ("OK" / "NO" / "BAD") SP resp-text, so `OKAY` or
-      // `OK[ALERT]` is no status at all (issue 22, defect 9); the code is `[` atom, up to `]`.
+      // `OK[ALERT]` is no status at all (neither may pass as OK); the code is `[` atom, up to `]`.
       const status = /^(OK|NO|BAD) (?:\[([^\]\s]*))?/i.exec(response.text);
       if (status === null) throw new ImapProtocolError('a tagged answer without OK, NO or BAD');
       const verdict = (status[1] ?? '').toUpperCase() as Tagged['status'];

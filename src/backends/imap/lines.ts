@@ -1,5 +1,5 @@
 // Reads an IMAP server's responses off a socket, one at a time, with every bound the login needs
-// (issue 12): a line longer than MAX_LINE_BYTES or a literal longer than MAX_LITERAL_BYTES is out
+// (contract §5): a line longer than MAX_LINE_BYTES or a literal longer than MAX_LITERAL_BYTES is out
 // of protocol, and so is anything after the socket errs or closes. Hand-written: the login reads
 // a handful of short lines, and the IMAP parsers on npm are mail-client parsers (imapflow's pulls in
 // charset tables worth ~33 MiB) that do not bound what a hostile server sends. Also here: the
@@ -78,7 +78,7 @@ export class ResponseReader {
   /**
    * Bytes received and not yet handed out, or a literal still awaited: after STARTTLS's OK there must
    * be none (CVE-2011-0411). A literal announced behind the OK would otherwise take its bytes from
-   * inside TLS (issue 22, defect 9).
+   * inside TLS, where the attacker could not write them.
    */
   get buffered(): number {
     return this.#buffer.length + this.#ready.length + this.#partial.length + this.#literal;

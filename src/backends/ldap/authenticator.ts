@@ -5,7 +5,7 @@
 // over TLS, to our own bind; one deadline covers it all and the connection is always closed. On
 // ldapts: maintained, typed, no native parts, its own RFC 4515 escaper and BER writer.
 import type { Client } from 'ldapts';
-import type { BackendFailure, ProbeResult, VerifyResult } from '../authenticator.ts';
+import { type ProbeResult, probeFailed, type VerifyResult, verifyFailed } from '../authenticator.ts';
 import type { TlsOptions } from '../tls.ts';
 import { withLdapConnection } from './connection.ts';
 import { isUnderBase, parseDn } from './dn.ts';
@@ -13,7 +13,7 @@ import { classifyLdapError, LdapFailure, outOfProtocol } from './errors.ts';
 import { escapeDnValue, escapeFilterValue, fillTemplate } from './escape.ts';
 import type { LdapSettings } from './settings.ts';
 
-type Failure = { ok: false; failure: BackendFailure; reason: string };
+type Failure = Extract<VerifyResult, { ok: false }>;
 
 const refused = (reason: string): Failure => ({ ok: false, failure: 'bad_credentials', reason });
 
@@ -84,7 +84,7 @@ export async function ldapLoginOnce(
       await client.bind(dn, password);
       return { ok: true };
     },
-    (failure, reason) => ({ ok: false, failure, reason }),
+    verifyFailed,
   );
 }
 
@@ -108,6 +108,6 @@ export function probeLdap(settings: LdapSettings, tls: TlsOptions): Promise<Prob
       });
       return { ok: true };
     },
-    (failure, reason) => ({ ok: false, reason: `${failure}: ${reason}` }),
+    probeFailed,
   );
 }

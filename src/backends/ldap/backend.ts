@@ -2,7 +2,7 @@
 // (authenticator.ts), behind the guard every backend shares (backends/guard.ts: cap, queue,
 // single-flight, breaker), and a readiness probe without credentials over the same TLS options.
 import type { Backend, BackendObserver } from '../authenticator.ts';
-import { guardAttempts } from '../guard.ts';
+import { guardedBackend } from '../guard.ts';
 import { RefusalTiming } from '../refusal-timing.ts';
 import { backendTls } from '../tls.ts';
 import { ldapLoginOnce, probeLdap } from './authenticator.ts';
@@ -26,21 +26,18 @@ export function createLdapBackend(
 ): Backend {
   const settings = spec.ldap;
   const tls = backendTls(new URL(settings.url).hostname, settings.caFile);
-  const guarded = guardAttempts((username, password) => ldapLoginOnce(settings, tls, username, password), {
-    label: 'LDAP',
-    maxConcurrency: settings.maxConcurrency,
-    queueLimit: settings.queueLimit,
-    timeoutMs: settings.timeoutMs,
-    observe: (result, seconds) => observe(spec, result, seconds),
-    classify: classifyLdapError,
-    timing: new RefusalTiming(LDAP_REFUSAL_SEED_MS),
-  });
-  return {
-    name: spec.name,
-    kind: spec.kind,
-    domains: spec.domains,
-    ...guarded,
-    probe: () => probeLdap(settings, tls),
-    close: async () => undefined,
-  };
+  return guardedBackend(
+    spec,
+    (username, password) => ldapLoginOnce(settings, tls, username, password),
+    {
+      label: 'LDAP',
+      maxConcurrency: settings.maxConcurrency,
+      queueLimit: settings.queueLimit,
+      timeoutMs: settings.timeoutMs,
+      observe,
+      classify: classifyLdapError,
+      timing: new RefusalTiming(LDAP_REFUSAL_SEED_MS),
+    },
+    () => probeLdap(settings, tls),
+  );
 }

@@ -1,4 +1,4 @@
-// The few BER elements the LDAP verdict boundary reads (issue 22): the LDAPMessage envelope, its
+// The few BER elements the LDAP verdict boundary reads (contract §8): the LDAPMessage envelope, its
 // messageID and protocolOp tag, an LDAPResult's resultCode and an ExtendedResponse's name. Every
 // read is bounded by the bytes at hand and by MAX_MESSAGE_BYTES, and a malformed element is a
 // result, never an exception. Hand-written, like the IMAP reader (imap/lines.ts): this is where

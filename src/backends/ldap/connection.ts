@@ -9,6 +9,7 @@ import type { TLSSocket } from 'node:tls';
 import { connect as tlsConnect } from 'node:tls';
 import { Client } from 'ldapts';
 import type { BackendFailure } from '../authenticator.ts';
+import { withinDeadline } from '../deadline.ts';
 import type { TlsOptions } from '../tls.ts';
 import { classifyLdapError, LdapFailure } from './errors.ts';
 import { type FrameGuard, guardFrames } from './frame-guard.ts';
@@ -107,14 +108,7 @@ export async function withLdapConnections<T>(
   const sockets: Socket[] = [];
   const guards: FrameGuard[] = [];
   const refused = () => guards.find((guard) => guard.failure() !== null)?.failure() ?? null;
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<T>((resolve) => {
-    timer = setTimeout(
-      () => resolve(failed('upstream_unavailable', `no answer within ${endpoint.timeoutMs} ms`)),
-      endpoint.timeoutMs,
-    );
-  });
-  const attempt = (async () => {
+  const attempt = async () => {
     const connections = await Promise.all(
       Array.from({ length: count }, async () => {
         const guard = guardFrames(await secureSocket(endpoint, tls, sockets), endpoint.maxMessageBytes);
@@ -128,17 +122,15 @@ export async function withLdapConnections<T>(
     const failure = refused();
     if (failure !== null) throw failure;
     return answer;
-  })().catch((err: unknown) => {
-    const { failure, reason } = classifyLdapError(refused() ?? err);
-    return failed(failure, reason);
+  };
+  return withinDeadline(endpoint.timeoutMs, attempt, {
+    classify: (err) => classifyLdapError(refused() ?? err),
+    failed,
+    release: async () => {
+      await Promise.all(guards.map((guard) => guard.close()));
+      for (const socket of sockets) socket.destroy();
+    },
   });
-  try {
-    return await Promise.race([attempt, deadline]);
-  } finally {
-    clearTimeout(timer);
-    await Promise.all(guards.map((guard) => guard.close()));
-    for (const socket of sockets) socket.destroy();
-  }
 }
 
 /** withLdapConnections with one connection, handed to `work` as ldapts (a login, a probe). */

@@ -1,4 +1,4 @@
-// Distinguished names compared as names, not as strings (issue 22): search-then-bind binds only as
+// Distinguished names compared as names, not as strings (contract §8): search-then-bind binds only as
 // an entry under LDAP_BASE_DN, so a directory (or whoever answers for it) cannot steer the bind to
 // an entry outside what was asked (contract §8). `cn=x\,ou=people,dc=example,dc=org` ends with the
 // text `,ou=people,dc=example,dc=org` but is not under it; `OU=People, DC=Example` is. Parsed per

@@ -1,16 +1,16 @@
-// The frame guard between the directory's socket and ldapts (issue 22): ldapts reads and writes one
-// end of a duplex pair, the guard holds the other and the socket. It sees each request ldapts
-// writes, whole, before forwarding it, and passes an answer on only if it answers a request
-// already forwarded in full, with a response type that request allows (RFC 4511 §4.5.2: a search
-// draws entries, references and one done; a bind or an extended request one answer), each read
+// The frame guard between the directory's socket and ldapts (docs/security.md: the LDAP path): ldapts
+// reads and writes one end of a duplex pair, the guard holds the other and the socket. It sees each
+// request ldapts writes, whole, before forwarding it, and passes an answer on only if it answers a
+// request already forwarded in full, with a response type that request allows (RFC 4511 §4.5.2: a
+// search draws entries, references and one done; a bind or an extended request one answer), each read
 // vetted whole before any of it passes. Anything else (another message id, an answer before its
 // request, a second answer, a wrong type, a malformed or oversize message) ends the attempt as
 // `upstream_misconfigured` and destroys the connection; a Notice of Disconnection (§4.4.1) as
-// `upstream_unavailable`. Hand-written, like the IMAP client: this is the verdict boundary
-// (contract §8: a bind succeeds only on the directory's answer to the service's own request), and
-// ldapts, a general client, drops unknown ids and keeps half-read bytes instead of refusing them.
-// The group sync also sends requests of its own through the guard (send(): paged-search.ts), under
-// the same rules; their answers go to it instead of ldapts.
+// `upstream_unavailable`. Hand-written, like the IMAP client: this is the verdict boundary (contract
+// §8: a bind succeeds only on the directory's answer to the service's own request), and ldapts, a
+// general client, drops unknown ids and keeps half-read bytes instead of refusing them. The group
+// sync also sends requests of its own through the guard (send(): paged-search.ts), under the same
+// rules; their answers go to it instead of ldapts.
 import type { Socket } from 'node:net';
 import { type Duplex, duplexPair } from 'node:stream';
 import { UnbindRequest } from 'ldapts';

@@ -1,10 +1,10 @@
-// StartTLS done here, before ldapts ever sees the connection (issue 22, defect 1). ldapts's own
-// startTLS keeps whatever it half-read of the plaintext in its message parser across the upgrade,
-// so an on-path attacker's forged BindResponse prefix, completed by the real answer inside TLS,
-// became a success. Here the plaintext phase is one request and exactly one answer: any byte
-// received beyond that answer was injected (the CVE-2011-0411 class, as imap/client.ts refuses
-// it) and ends the attempt as `upstream_misconfigured` (contract §8); TLS then starts on the bare
-// socket, and ldapts is handed only what comes out of TLS (connection.ts).
+// StartTLS done here, before ldapts ever sees the connection (docs/security.md: the LDAP path).
+// ldapts's own startTLS keeps whatever it half-read of the plaintext in its message parser across the
+// upgrade, so an on-path attacker's forged BindResponse prefix, completed by the real answer inside
+// TLS, became a success. Here the plaintext phase is one request and exactly one answer: any byte
+// received beyond that answer was injected (the CVE-2011-0411 class, as imap/client.ts refuses it)
+// and ends the attempt as `upstream_misconfigured` (contract §8); TLS then starts on the bare socket,
+// and ldapts is handed only what comes out of TLS (connection.ts).
 import type { Socket } from 'node:net';
 import { type ConnectionOptions, type TLSSocket, connect as tlsConnect } from 'node:tls';
 import { ExtendedRequest } from 'ldapts';

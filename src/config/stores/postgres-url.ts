@@ -1,8 +1,9 @@
-// How clubhouse reaches PostgreSQL over TLS (issue 17). libpq's `sslmode` words, read strictly: TLS
-// that is not asked for is off, TLS that is asked for is never silently downgraded, and a server is
-// trusted without verification only when `sslmode=require` says so by name. pg's own reading of
-// these words differs by version (`require` verifies in pg 8, not in libpq), so clubhouse removes
-// them from the URL, and the store hands pg an explicit `ssl` option instead (store/postgres/driver.ts).
+// How clubhouse reaches PostgreSQL over TLS (docs/operations.md: TLS to the stores). libpq's
+// `sslmode` words, read strictly: TLS that is not asked for is off, TLS that is asked for is never
+// silently downgraded, and a server is trusted without verification only when `sslmode=require` says
+// so by name. pg's own reading of these words differs by version (`require` verifies in pg 8, not in
+// libpq), so clubhouse removes them from the URL, and the store hands pg an explicit `ssl` option
+// instead (store/postgres/driver.ts).
 import type { PostgresSslMode, PostgresTarget } from '../../store/options.ts';
 
 export type PostgresTlsResult =
@@ -41,7 +42,7 @@ export function parsePostgresTls(databaseUrl: string, databaseCaFile: string | n
   const mode = given ?? (caFile !== null ? 'verify-full' : 'disable');
   const known = MODES.find((candidate) => candidate === mode);
   if (known === undefined) {
-    // allow/prefer fall back to plaintext when TLS fails: a silent downgrade (issue 17). verify-ca
+    // allow/prefer fall back to plaintext when TLS fails: a silent downgrade. verify-ca
     // trusts any certificate the CA ever signed, for any host: say verify-full instead.
     return fail(
       'DATABASE_URL',

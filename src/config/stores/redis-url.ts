@@ -1,7 +1,8 @@
-// The forms SESSION_STORE takes (issue 17): one Redis (`redis://`, or `rediss://` for TLS verified
-// against REDIS_CA_FILE or the system's roots) or Sentinel (`redis-sentinel://h1:26379,h2:26379/
-// mymaster`: the sentinels to ask, and the name of the primary they watch). A Sentinel address list
-// is not a URL that ioredis or WHATWG can parse (several hosts), hence this small reader.
+// The forms SESSION_STORE takes (docs/operations.md: TLS to the stores, Redis Sentinel): one Redis
+// (`redis://`, or `rediss://` for TLS verified against REDIS_CA_FILE or the system's roots) or
+// Sentinel (`redis-sentinel://h1:26379,h2:26379/mymaster`: the sentinels to ask, and the name of the
+// primary they watch). A Sentinel address list is not a URL that ioredis or WHATWG can parse (several
+// hosts), hence this small reader.
 import type { RedisEndpoint, RedisTarget } from '../../store/options.ts';
 
 export type RedisTargetResult =

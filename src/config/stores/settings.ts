@@ -105,7 +105,7 @@ function database(settings: StoreSettings): StoreOptions['database'] {
       busyTimeoutMs: settings.sqliteBusyTimeoutMs,
     };
   }
-  // issue 17: TLS asked for is never downgraded; unverified TLS only by name (sslmode=require).
+  // TLS asked for is never downgraded; unverified TLS only by name (sslmode=require, postgres-url.ts).
   const parsed = parsePostgresTls(settings.databaseUrl, settings.databaseCaFile);
   if (!parsed.ok) throw new ConfigError(parsed.variable, parsed.message);
   if (parsed.tls.caFile !== null && !existsSync(parsed.tls.caFile))
