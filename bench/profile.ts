@@ -51,7 +51,9 @@ function fileOf(url: string): string {
 function selfTimes(profile: Profile) {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const self = new Map<number, number>();
-  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  profile.samples.forEach((id, i) => {
+    self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  });
   const byFunction = new Map<string, number>();
   const byFile = new Map<string, number>();
   for (const [id, us] of self) {
@@ -70,9 +72,12 @@ function table(title: string, entries: Map<string, number>, requests: number, id
     .sort((a, b) => b[1] - a[1])
     .slice(0, TOP)
     .map(([name, us]) => `| ${name} | ${(us / requests).toFixed(2)} |`);
-  return [`| ${title} | µs per request |`, '|---|---:|', ...rows, `| (idle) | ${(idle / requests).toFixed(2)} |`].join(
-    '\n',
-  );
+  return [
+    `| ${title} | µs per request |`,
+    '|---|---:|',
+    ...rows,
+    `| (idle) | ${(idle / requests).toFixed(2)} |`,
+  ].join('\n');
 }
 
 async function main(): Promise<void> {
@@ -97,7 +102,14 @@ async function main(): Promise<void> {
       const url = `${server.url}${load.path}`;
       // Warm-up (JIT, memory filled), then the measured run; the profile covers both, so the
       // warm-up is short beside it.
-      await runWrk({ url, script: load.script, loadFile: big.loadFile, seconds: 2, connections: 50, threads: 2 });
+      await runWrk({
+        url,
+        script: load.script,
+        loadFile: big.loadFile,
+        seconds: 2,
+        connections: 50,
+        threads: 2,
+      });
       const run = await runWrk({
         url,
         script: load.script,
@@ -111,7 +123,9 @@ async function main(): Promise<void> {
       if (file === undefined) throw new Error(`no profile written for ${name}`);
       const profile = JSON.parse(readFileSync(path.join(profiles, file), 'utf8')) as Profile;
       const { byFunction, byFile } = selfTimes(profile);
-      const idle = [...byFunction].filter(([n]) => n.startsWith('(idle)')).reduce((sum, [, us]) => sum + us, 0);
+      const idle = [...byFunction]
+        .filter(([n]) => n.startsWith('(idle)'))
+        .reduce((sum, [, us]) => sum + us, 0);
       const requests = run.requests * (1 + 2 / SECONDS); // the warm-up's share, at the same rate
       const total = [...byFile.values()].reduce((sum, us) => sum + us, 0) - idle;
       process.stdout.write(

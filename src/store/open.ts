@@ -7,9 +7,10 @@ import { existsSync } from 'node:fs';
 import { answerWindows, type CatchUpSource, freshnessGate } from './freshness/gate.ts';
 import { type OpenOptions, type StoreOptions, storeTls } from './options.ts';
 import type { RedisStores } from './redis/store.ts';
+import type { DatabaseStores } from './sql/stores.ts';
 import { openSqliteDatabase } from './sqlite/driver.ts';
 import { migrateSqlite } from './sqlite/schema.ts';
-import { type DatabaseStores, openSqliteStores } from './sqlite/store.ts';
+import { openSqliteStores } from './sqlite/store.ts';
 import type { Memory, Stores } from './types.ts';
 
 type OpenDatabaseOptions = OpenOptions & {

@@ -149,7 +149,7 @@ describe('the SQLite catch-up: one read of the header per request', () => {
     let checks = 0;
     const catchUp = sqliteCatchUp(watch, { sessions: () => checks++ });
     try {
-        catchUp(['sessions']);
+      catchUp(['sessions']);
       assert.equal(checks, 1);
       catchUp(['sessions']);
       assert.equal(checks, 1, 'nothing committed: no exact check');

@@ -136,7 +136,9 @@ export function freshnessGate(
       let more: Promise<void>[] | null = null;
       for (let i = 1; i < memories.length; i++) {
         const rounds = sources[memories[i]!]?.rounds;
-        if (rounds !== undefined && rounds !== first) (more ??= []).push(rounds.caughtUp());
+        if (rounds === undefined || rounds === first) continue;
+        more ??= [];
+        more.push(rounds.caughtUp());
       }
       // A memory without a source is not kept: nothing to catch up.
       const waiting = first?.caughtUp() ?? null;

@@ -1,27 +1,9 @@
-// The PostgreSQL store (DATABASE_URL=postgres://…): every store interface on one pool, shared by
-// any number of instances. Users, groups, the import, the secret, sessions and throttle counters are
-// the shared SQL layer (sql/) over driver.ts; times are ms in BIGINT, which pg returns as strings
-// (sql/rows.ts reads them). A serving process adds its memories of sessions (sessions.ts) and of the
-// group pages (groups.ts), caught up in one statement per round (catch-up.ts).
-import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import {
-  type AnswerWindows,
-  answerWindows,
-  CatchUpRounds,
-  type CatchUpSource,
-  freshnessGate,
-} from '../freshness/gate.ts';
+import { type AnswerWindows, answerWindows, CatchUpRounds } from '../freshness/gate.ts';
 import type { MemoryOptions } from '../options.ts';
-import { sqlFlowStore } from '../sql/flows.ts';
-import { sqlGroupSyncStore } from '../sql/group-sync.ts';
-import { GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
-import { sqlSessionStore } from '../sql/sessions.ts';
-import { sqlThrottleStore } from '../sql/throttle.ts';
-import { sqlUsernameMaintenance } from '../sql/usernames.ts';
-import { secretKey, sqlUserStore } from '../sql/users.ts';
-import type { DatabaseStores } from '../sqlite/store.ts';
-import type { Memory, TlsState } from '../types.ts';
+import { GROUP_QUERIES } from '../sql/groups.ts';
+import { type DatabaseStores, sqlStores } from '../sql/stores.ts';
+import type { TlsState } from '../types.ts';
 import { PostgresCatchUp } from './catch-up.ts';
 import { createPool, type PostgresConnection, postgresConnection, postgresDriver, query } from './driver.ts';
 import { postgresGroupMemory } from './groups.ts';
@@ -67,30 +49,20 @@ export async function openPostgresStores(
     groupMemory === null
       ? null
       : postgresGroupMemory(pool, driver, catchUp, windows.groups, groupMemory.json, groupMemory.limits);
-  const catchUpSources: Partial<Record<Memory, CatchUpSource>> = {};
-  if (sessions !== null) catchUpSources.sessions = { rounds };
-  if (groups !== null) catchUpSources.groups = catchUpSources.sessions ?? { rounds };
-  return {
-    users: sqlUserStore(driver),
-    usernames: sqlUsernameMaintenance(driver),
-    groups: groups?.store ?? sqlGroupStore(driver),
-    groupSync: sqlGroupSyncStore(driver),
-    sessions: sessions?.store ?? sqlSessionStore(driver),
-    throttle: sqlThrottleStore(driver),
-    flows: sqlFlowStore(driver),
-    memory: { sessions: sessions?.answers ?? null, groups: groups?.answers ?? null },
-    freshness: freshnessGate(catchUpSources, windows),
-    catchUpSources,
-    engine: { database: 'postgres', pool, redis: null },
-    secretKey: () => driver.run(secretKey(randomBytes(32))),
-    ping: async () => {
-      await query(pool, 'SELECT 1');
+  return sqlStores(
+    driver,
+    { sessions, groups, rounds, windows },
+    {
+      engine: { database: 'postgres', pool, redis: null },
+      ping: async () => {
+        await query(pool, 'SELECT 1');
+      },
+      tls: { database: tlsState(connection), sessions: tlsState(connection) },
+      close: async () => {
+        if (!pool.ended) await pool.end();
+      },
     },
-    tls: { database: tlsState(connection), sessions: tlsState(connection) },
-    close: async () => {
-      if (!pool.ended) await pool.end();
-    },
-  };
+  );
 }
 
 /** How the pool reaches the server (sslmode=require asks for TLS without checks, by name). */
