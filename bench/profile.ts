@@ -1,19 +1,23 @@
-// npm run bench:profile: where clubhouse's CPU goes per request, case by case. Seeds the bench's
-// database (1 000 000 sessions, 100 000 groups), starts clubhouse as `npm start` runs it (its
-// default settings) with node's --cpu-prof, loads it with the bench's wrk scripts, stops it
-// (SIGTERM writes the profile), and prints each case's self time per request by function and by
-// file: the table docs/benchmarks.md keeps. PROFILE_CASES=check,no-cookie,groups,detail (default:
-// all), PROFILE_SECONDS (default 10). The .cpuprofile files are kept (path printed) for a flame graph
-// in Chrome's DevTools or speedscope.
+// npm run bench:profile: where clubhouse's time goes per request, beside the baseline's (the bare
+// node:http server sending clubhouse's own answers, bench/machinery/baseline.ts), case by case. Seeds
+// the bench's database (1 000 000 sessions, 100 000 groups), starts clubhouse as `npm start` runs it
+// (its default settings) and the baseline, each with node's --cpu-prof, loads each with the bench's
+// wrk scripts (a 2 s warm-up, then the measured run), stops it (the profile is written at exit), and
+// prints, from the samples of the measured run only, each side's time per request by file and by
+// function: what clubhouse does that the baseline does not. PROFILE_CASES=check,no-cookie,groups,
+// detail (default: all), PROFILE_SECONDS (default 10). The .cpuprofile files are kept (paths
+// printed) for a flame graph in Chrome's DevTools or speedscope. A sample is wall time on the main
+// thread: on a busy host it includes what the machine makes the process wait, as users would see.
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ensureDebianPackage } from '../test/helpers/apt.ts';
 import { removeOnExit } from '../test/helpers/child.ts';
 import { startDovecot } from '../test/helpers/dovecot.ts';
+import { recordAnswers } from './machinery/answers.ts';
 import { BIG } from './machinery/options.ts';
 import { seedDatabase } from './machinery/seed.ts';
-import { startClubhouse } from './machinery/servers.ts';
+import { type Server, startBaseline, startClubhouse } from './machinery/servers.ts';
 import { runWrk, WRK_BIN } from './machinery/wrk.ts';
 
 interface ProfileNode {
@@ -34,50 +38,106 @@ const CASES: Record<string, { readonly script: string; readonly path: string }> 
   detail: { script: 'group-detail.lua', path: '/api/group/1' },
 };
 const SECONDS = Number(process.env['PROFILE_SECONDS'] ?? '10');
+const WARMUP_SECONDS = 2;
 const WANTED = (process.env['PROFILE_CASES'] ?? Object.keys(CASES).join(',')).split(',');
-const TOP = 25;
+const TOP = 30;
+const ROOT = path.join(import.meta.dirname, '..');
 
-/** A file as the table names it: the project's own relative, node's internals and packages by name. */
+/** A file as the tables name it: the project's own relative, packages by name, node's as node's. */
 function fileOf(url: string): string {
-  if (url === '') return '(native, gc, idle, program)';
-  const root = path.join(import.meta.dirname, '..');
+  if (url === '') return '(native: system calls, GC, V8)';
   const local = url.startsWith('file://') ? new URL(url).pathname : url;
-  if (local.startsWith(`${root}/node_modules/`)) return `npm:${local.slice(root.length + 14).split('/')[0]}`;
-  if (local.startsWith(root)) return local.slice(root.length + 1);
+  const packages = local.indexOf('/node_modules/');
+  if (packages >= 0) return `npm:${local.slice(packages + 14).split('/')[0]}`;
+  if (local.startsWith(ROOT)) return local.slice(ROOT.length + 1);
   return local;
 }
 
-/** Self time (µs) by function and by file, from a .cpuprofile. */
-function selfTimes(profile: Profile) {
+/**
+ * Time (µs) by function and by file of the samples taken after the first request plus the warm-up:
+ * the measured run alone (start-up and module loading left out).
+ */
+function measured(profile: Profile) {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const self = new Map<number, number>();
-  profile.samples.forEach((id, i) => {
-    self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
-  });
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const serving = (id: number) => {
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      if (byId.get(at)!.callFrame.functionName === 'parserOnHeadersComplete') return true;
+    }
+    return false;
+  };
+  let clock = 0;
+  let from = Number.POSITIVE_INFINITY;
   const byFunction = new Map<string, number>();
   const byFile = new Map<string, number>();
-  for (const [id, us] of self) {
+  let idle = 0;
+  profile.samples.forEach((id, i) => {
+    clock += profile.timeDeltas[i] ?? 0;
+    if (from === Number.POSITIVE_INFINITY && serving(id)) from = clock + WARMUP_SECONDS * 1e6;
+    if (clock < from) return;
+    const us = profile.timeDeltas[i + 1] ?? 0;
     const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
+    if (functionName === '(idle)') {
+      idle += us;
+      return;
+    }
     const file = fileOf(url);
     const name = `${functionName || '(anonymous)'} ${file}${url === '' ? '' : `:${lineNumber + 1}`}`;
     byFunction.set(name, (byFunction.get(name) ?? 0) + us);
     byFile.set(file, (byFile.get(file) ?? 0) + us);
-  }
-  return { byFunction, byFile };
+  });
+  const busy = [...byFile.values()].reduce((sum, us) => sum + us, 0);
+  return { byFunction, byFile, idle, busy };
 }
 
-function table(title: string, entries: Map<string, number>, requests: number, idle: number): string {
-  const rows = [...entries]
-    .filter(([name]) => !name.startsWith('(idle)'))
+type Measured = ReturnType<typeof measured>;
+
+function table(title: string, pick: (m: Measured) => Map<string, number>, sides: readonly Side[]): string {
+  const names = new Map<string, number>();
+  for (const side of sides)
+    for (const [name, us] of pick(side.profile))
+      names.set(name, Math.max(names.get(name) ?? 0, us / side.requests));
+  const rows = [...names]
     .sort((a, b) => b[1] - a[1])
     .slice(0, TOP)
-    .map(([name, us]) => `| ${name} | ${(us / requests).toFixed(2)} |`);
+    .map(
+      ([name]) =>
+        `| ${name} | ${sides.map((side) => ((pick(side.profile).get(name) ?? 0) / side.requests).toFixed(2)).join(' | ')} |`,
+    );
   return [
-    `| ${title} | µs per request |`,
-    '|---|---:|',
+    `| ${title} | ${sides.map((side) => `${side.label}, µs per request`).join(' | ')} |`,
+    `|---|${sides.map(() => '---:').join('|')}|`,
     ...rows,
-    `| (idle) | ${(idle / requests).toFixed(2)} |`,
+    `| all but idle | ${sides.map((side) => (side.profile.busy / side.requests).toFixed(2)).join(' | ')} |`,
   ].join('\n');
+}
+
+interface Side {
+  readonly label: string;
+  readonly requests: number;
+  readonly rate: number;
+  readonly profile: Measured;
+  readonly file: string;
+}
+
+/** Loads `server` (warm-up, then the measured run), stops it, and reads its profile in `dir`. */
+async function profiled(
+  label: string,
+  server: Server,
+  dir: string,
+  load: { script: string; path: string },
+  loadFile: string,
+): Promise<Side> {
+  const url = `${server.url}${load.path}`;
+  const wrk = { url, script: load.script, loadFile, connections: 50, threads: 2 };
+  await runWrk({ ...wrk, seconds: WARMUP_SECONDS });
+  const run = await runWrk({ ...wrk, seconds: SECONDS });
+  await server.stop();
+  const file = readdirSync(dir).find((entry) => entry.endsWith('.cpuprofile'));
+  if (file === undefined) throw new Error(`no profile written for ${label}`);
+  const profile = measured(JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as Profile);
+  return { label, requests: run.requests, rate: run.requestsPerSecond, profile, file: path.join(dir, file) };
 }
 
 async function main(): Promise<void> {
@@ -87,56 +147,59 @@ async function main(): Promise<void> {
   process.stderr.write('seeding 1 000 000 sessions, 100 000 groups …\n');
   const big = seedDatabase(path.join(dir, 'big.db'), path.join(dir, 'load.txt'), BIG);
   const dovecot = await startDovecot({ authFailureDelay: 0 });
+  const profiling = (name: string) => {
+    const out = mkdtempSync(path.join(os.tmpdir(), `clubhouse-profile-${name}-`));
+    return { out, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${out}`] };
+  };
   try {
+    // The baseline sends clubhouse's own answers, recorded from a clubhouse without the profiler.
+    const recorder = await startClubhouse({
+      label: 'recorder',
+      databaseUrl: `sqlite:${big.path}`,
+      dovecot,
+      dir,
+    });
+    const answers = path.join(dir, 'answers.json');
+    await recordAnswers(recorder, big.loadFile, answers);
+    await recorder.stop();
     for (const name of WANTED) {
       const load = CASES[name];
       if (load === undefined) throw new Error(`PROFILE_CASES: unknown case ${name}`);
-      const profiles = mkdtempSync(path.join(os.tmpdir(), `clubhouse-profile-${name}-`));
-      const server = await startClubhouse({
-        label: `clubhouse ${name}`,
-        databaseUrl: `sqlite:${big.path}`,
-        dovecot,
-        dir,
-        nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profiles}`],
-      });
-      const url = `${server.url}${load.path}`;
-      // Warm-up (JIT, memory filled), then the measured run; the profile covers both, so the
-      // warm-up is short beside it.
-      await runWrk({
-        url,
-        script: load.script,
-        loadFile: big.loadFile,
-        seconds: 2,
-        connections: 50,
-        threads: 2,
-      });
-      const run = await runWrk({
-        url,
-        script: load.script,
-        loadFile: big.loadFile,
-        seconds: SECONDS,
-        connections: 50,
-        threads: 2,
-      });
-      await server.stop();
-      const file = readdirSync(profiles).find((entry) => entry.endsWith('.cpuprofile'));
-      if (file === undefined) throw new Error(`no profile written for ${name}`);
-      const profile = JSON.parse(readFileSync(path.join(profiles, file), 'utf8')) as Profile;
-      const { byFunction, byFile } = selfTimes(profile);
-      const idle = [...byFunction]
-        .filter(([n]) => n.startsWith('(idle)'))
-        .reduce((sum, [, us]) => sum + us, 0);
-      const requests = run.requests * (1 + 2 / SECONDS); // the warm-up's share, at the same rate
-      const total = [...byFile.values()].reduce((sum, us) => sum + us, 0) - idle;
+      const ours = profiling(`clubhouse-${name}`);
+      const clubhouse = await profiled(
+        'clubhouse',
+        await startClubhouse({
+          label: `clubhouse ${name}`,
+          databaseUrl: `sqlite:${big.path}`,
+          dovecot,
+          dir,
+          nodeArgs: ours.nodeArgs,
+        }),
+        ours.out,
+        load,
+        big.loadFile,
+      );
+      const theirs = profiling(`baseline-${name}`);
+      const baseline = await profiled(
+        'baseline',
+        await startBaseline(`baseline ${name}`, answers, 1, dir, theirs.nodeArgs),
+        theirs.out,
+        load,
+        big.loadFile,
+      );
+      const sides = [clubhouse, baseline];
       process.stdout.write(
         [
-          `## ${name}: ${load.path}, ${Math.round(run.requestsPerSecond)} requests/s, ${(total / requests).toFixed(1)} µs of CPU per request in the profile (load average ${os.loadavg()[0]!.toFixed(2)})`,
+          `## ${name}: ${load.path} (load average ${os.loadavg()[0]!.toFixed(2)})`,
           '',
-          table('file', byFile, requests, idle),
+          ...sides.map(
+            (side) =>
+              `- ${side.label}: ${Math.round(side.rate)} requests/s, ${(side.profile.busy / side.requests).toFixed(1)} µs busy and ${(side.profile.idle / side.requests).toFixed(1)} µs idle per request; ${side.file}`,
+          ),
           '',
-          table('function', byFunction, requests, idle),
+          table('file', (m) => m.byFile, sides),
           '',
-          `profile: ${path.join(profiles, file)}`,
+          table('function', (m) => m.byFunction, sides),
           '',
         ].join('\n'),
       );

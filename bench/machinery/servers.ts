@@ -175,11 +175,23 @@ export async function startClubhouse(options: ClubhouseOptions): Promise<Server>
 }
 
 /** The bare node:http ceiling serving `answers` (answers.ts), with `workers` node:cluster workers. */
-export async function startBaseline(label: string, answers: string, workers: number, dir: string) {
+export async function startBaseline(
+  label: string,
+  answers: string,
+  workers: number,
+  dir: string,
+  nodeArgs: readonly string[] = [],
+) {
   const port = await freePort();
   return start({
     label,
-    args: [path.join(ROOT, 'bench', 'machinery', 'baseline.ts'), String(port), answers, String(workers)],
+    args: [
+      ...nodeArgs,
+      path.join(ROOT, 'bench', 'machinery', 'baseline.ts'),
+      String(port),
+      answers,
+      String(workers),
+    ],
     settings: {},
     port,
     workers,
