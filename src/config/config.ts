@@ -114,12 +114,7 @@ export function loadConfig(env: Env): Config {
       configFile,
     },
     publicUrl: s.PUBLIC_URL ?? null,
-    passkeys: passkeyConfig(
-      s.PASSKEYS,
-      s.PUBLIC_URL ?? null,
-      s.PASSKEY_ORIGINS,
-      s.PASSKEYS_RETIRE_PASSWORD,
-    ),
+    passkeys: passkeyConfig(s.PASSKEYS, s.PUBLIC_URL ?? null, s.PASSKEY_ORIGINS, s.PASSKEYS_RETIRE_PASSWORD),
     http: {
       cookieSecure: s.COOKIE_SECURE,
       trustedOrigins: s.TRUSTED_ORIGINS,

@@ -216,7 +216,12 @@ export interface PasskeyStore {
    * succeeds only when the counter moves forward (or stays 0 where the authenticator keeps none);
    * otherwise the passkey is flagged as cloned and 'cloned' answered. 'gone': deleted meanwhile.
    */
-  recordUse(handle: string, counter: number, backedUp: boolean, now: number): Promise<'ok' | 'cloned' | 'gone'>;
+  recordUse(
+    handle: string,
+    counter: number,
+    backedUp: boolean,
+    now: number,
+  ): Promise<'ok' | 'cloned' | 'gone'>;
   /** Whether the passkey (by handle) still exists. */
   exists(handle: string): Promise<boolean>;
   /**

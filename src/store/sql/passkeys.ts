@@ -27,9 +27,8 @@ function passkeySteps(driver: SqlDriver) {
   const setSwitch = (username: string, on: boolean) =>
     change({ sql: 'UPDATE users SET password_sign_in = $2 WHERE username = $1', params: [username, on] });
   const count = (username: string) =>
-    select(
-      { sql: 'SELECT count(*) AS n FROM passkeys WHERE username = $1', params: [username] },
-      (rows) => Number(rows[0]?.['n'] ?? 0),
+    select({ sql: 'SELECT count(*) AS n FROM passkeys WHERE username = $1', params: [username] }, (rows) =>
+      Number(rows[0]?.['n'] ?? 0),
     );
   return {
     *userHandle(username: string, candidate: Buffer): Steps<Buffer> {
@@ -125,7 +124,12 @@ function passkeySteps(driver: SqlDriver) {
       yield* setSwitch(username, true);
       return removed.changes;
     },
-    *recordUse(handle: string, counter: number, backedUp: boolean, now: number): Steps<'ok' | 'cloned' | 'gone'> {
+    *recordUse(
+      handle: string,
+      counter: number,
+      backedUp: boolean,
+      now: number,
+    ): Steps<'ok' | 'cloned' | 'gone'> {
       // WebAuthn §6.1.1: a counter that does not move forward (both 0: the authenticator keeps none).
       const used = yield {
         sql: `UPDATE passkeys SET counter = $2, backed_up = $3, last_used_at = $4
@@ -166,7 +170,8 @@ export function sqlPasskeyStore(driver: SqlDriver): PasskeyStore {
     rename: async (username, handle, name) => (await run(steps.rename(username, handle, name))) > 0,
     remove: (username, handle) => run(steps.remove(username, handle), 'write'),
     removeAll: (username) => run(steps.removeAll(username), 'write'),
-    recordUse: (handle, counter, backedUp, now) => run(steps.recordUse(handle, counter, backedUp, now), 'write'),
+    recordUse: (handle, counter, backedUp, now) =>
+      run(steps.recordUse(handle, counter, backedUp, now), 'write'),
     exists: (handle) => run(steps.exists(handle)),
     setPasswordSignIn: (username, on) => run(steps.setPasswordSignIn(username, on), 'write'),
   };
