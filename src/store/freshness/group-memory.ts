@@ -40,6 +40,12 @@ interface Memberships {
   readonly statuses: Uint8Array;
 }
 
+/** A user's list answer, and the memberships it was built from. */
+interface BuiltList {
+  readonly of: Memberships;
+  readonly bytes: Buffer;
+}
+
 /** One membership row as a store read it: the group, and the user's status in it. */
 export interface MembershipRow {
   readonly group: Group;
@@ -55,10 +61,18 @@ class WeighedMap<K, V> {
   readonly #entries = new Map<K, V>();
   readonly #budget: number;
   readonly #weigh: (value: V) => number;
+  readonly #whenFull: 'evict' | 'refuse';
   #total = 0;
-  constructor(budget: number, weigh: (value: V) => number) {
+  /**
+   * `whenFull`: 'evict' makes room by dropping the oldest entries; 'refuse' keeps what is there and
+   * does not keep the new entry (for values that can be rebuilt from other entries: a working set
+   * read in rotation that is just over the budget then still hits on most reads, where oldest-first
+   * would miss on every one).
+   */
+  constructor(budget: number, weigh: (value: V) => number, whenFull: 'evict' | 'refuse' = 'evict') {
     this.#budget = budget;
     this.#weigh = weigh;
+    this.#whenFull = whenFull;
   }
   get(key: K): V | undefined {
     return this.#entries.get(key);
@@ -71,6 +85,7 @@ class WeighedMap<K, V> {
     }
     const weight = this.#weigh(value);
     if (weight > this.#budget) return;
+    if (this.#whenFull === 'refuse' && this.#total + weight > this.#budget) return;
     this.#entries.set(key, value);
     this.#total += weight;
     while (this.#total > this.#budget) {
@@ -78,6 +93,12 @@ class WeighedMap<K, V> {
       this.#entries.delete(oldest);
       this.#total -= this.#weigh(evicted);
     }
+  }
+  delete(key: K): void {
+    const old = this.#entries.get(key);
+    if (old === undefined) return;
+    this.#entries.delete(key);
+    this.#total -= this.#weigh(old);
   }
   clear(): void {
     this.#entries.clear();
@@ -108,6 +129,15 @@ export class GroupMemory {
   // entry's own share.
   readonly #groups: WeighedMap<number, JsonBytes>;
   readonly #members: WeighedMap<string, Memberships>;
+  /**
+   * Each user's list answer as sent, built once per user and generation from the two maps above (a
+   * list assembled per request joined 20 strings of 5 KiB and sent them as a new string: the
+   * allocation, the copy and the collector's share of it were most of what the list cost beyond
+   * the bare server). A Buffer: node writes it as it is, beside the headers. It answers only while
+   * the memberships it was built from are kept (`of`). Bounded by the groups' budget, refusing rather
+   * than evicting when full (a list is rebuilt from what is kept).
+   */
+  readonly #lists: WeighedMap<string, BuiltList>;
   /** The generation everything kept was read at (NaN: none yet). */
   #generation = Number.NaN;
 
@@ -119,6 +149,7 @@ export class GroupMemory {
       typeof kept === 'string' ? kept.length + 48 : kept.length + 200,
     );
     this.#members = new WeighedMap(limits.membershipBytes, (m) => 5 * m.ids.length + 160);
+    this.#lists = new WeighedMap(limits.groupBytes, (list) => list.bytes.length + 240, 'refuse');
   }
 
   /** A catch-up read `current`: everything kept at another generation is dropped. */
@@ -146,6 +177,8 @@ export class GroupMemory {
       this.#keepGroup(group);
     });
     this.#members.set(username, { ids, statuses });
+    // Built again from these memberships at the next list.
+    this.#lists.delete(username);
   }
 
   /** The JSON of the user's list; undefined when the window is shut or something it needs is not kept. */
@@ -153,6 +186,8 @@ export class GroupMemory {
     if (!this.#window.open) return undefined;
     const memberships = this.#members.get(username);
     if (memberships === undefined) return undefined;
+    const built = this.#lists.get(username);
+    if (built?.of === memberships) return built.bytes;
     const parts: JsonBytes[] = [];
     const { ids, statuses } = memberships;
     for (let i = 0; i < ids.length; i++) {
@@ -161,7 +196,11 @@ export class GroupMemory {
       if (kept === undefined) return undefined;
       parts.push(kept);
     }
-    return this.#json.list(parts);
+    const list = this.#json.list(parts);
+    // A string is ASCII (JsonBytes): its latin1 bytes are the same characters.
+    const bytes = typeof list === 'string' ? Buffer.from(list, 'latin1') : list;
+    this.#lists.set(username, { of: memberships, bytes });
+    return bytes;
   }
 
   /** The JSON of a group's detail for the user; undefined when the window is shut or either is not kept. */
@@ -183,6 +222,7 @@ export class GroupMemory {
   #drop(generation: number): void {
     this.#groups.clear();
     this.#members.clear();
+    this.#lists.clear();
     this.#generation = generation;
   }
 
@@ -190,6 +230,10 @@ export class GroupMemory {
     const written = this.#json.group(group);
     // Unchanged: left where it is (a re-insertion would only churn the Map).
     const kept = this.#groups.get(group.id);
-    if (kept === undefined || !same(kept, written)) this.#groups.set(group.id, written);
+    if (kept === undefined || !same(kept, written)) {
+      this.#groups.set(group.id, written);
+      // Other bytes at the same generation (not expected: any change moves it): no list built from the old ones stays.
+      if (kept !== undefined) this.#lists.clear();
+    }
   }
 }
