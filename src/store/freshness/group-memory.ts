@@ -30,9 +30,64 @@ export const GROUP_MEMORY_LIMITS = {
 
 export type GroupMemoryLimits = { readonly [K in keyof typeof GROUP_MEMORY_LIMITS]: number };
 
+/**
+ * A group's JSON as kept: its bytes in a chunk of the arena, and whether they are ASCII (then read
+ * back as a string, else as the UTF-8 Buffer GroupJson wrote).
+ */
+interface Kept {
+  readonly chunk: Buffer;
+  readonly start: number;
+  readonly end: number;
+  readonly ascii: boolean;
+}
+
+const ARENA_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * The groups' JSON off the V8 heap: appended to 1 MiB chunks, never moved (a chunk is freed when no
+ * Kept points into it). 100 000 groups of about 300 bytes were as many strings on the heap: 30 MiB
+ * more for every full collection to mark, and for the heap's growth to be sized on.
+ */
+class JsonArena {
+  #chunk: Buffer | null = null;
+  #used = 0;
+  /** Bytes appended since the last clear (kept or not). */
+  appended = 0;
+
+  put(json: JsonBytes): Kept {
+    const ascii = typeof json === 'string';
+    const length = json.length;
+    if (this.#chunk === null || this.#used + length > this.#chunk.length) {
+      this.#chunk = Buffer.allocUnsafeSlow(Math.max(ARENA_CHUNK_BYTES, length));
+      this.#used = 0;
+    }
+    const chunk = this.#chunk;
+    const start = this.#used;
+    if (ascii) chunk.write(json, start, 'latin1');
+    else json.copy(chunk, start);
+    this.#used += length;
+    this.appended += length;
+    return { chunk, start, end: start + length, ascii };
+  }
+
+  clear(): void {
+    this.#chunk = null;
+    this.#used = 0;
+    this.appended = 0;
+  }
+}
+
+/** The kept JSON as GroupJson reads it: a string when ASCII, else its UTF-8 bytes (a view: not to be changed). */
+const bytesOf = (kept: Kept): JsonBytes =>
+  kept.ascii
+    ? kept.chunk.toString('latin1', kept.start, kept.end)
+    : kept.chunk.subarray(kept.start, kept.end);
+
 /** The same bytes (a group unchanged since it was kept). */
-const same = (a: JsonBytes, b: JsonBytes) =>
-  typeof a === 'string' ? a === b : typeof b !== 'string' && a.equals(b);
+const same = (kept: Kept, json: JsonBytes) =>
+  typeof json === 'string'
+    ? kept.ascii && kept.end - kept.start === json.length && bytesOf(kept) === json
+    : !kept.ascii && json.equals(kept.chunk.subarray(kept.start, kept.end));
 
 /** A user's memberships: group ids ascending, and the status of each. */
 interface Memberships {
@@ -76,6 +131,10 @@ class WeighedMap<K, V> {
   }
   get(key: K): V | undefined {
     return this.#entries.get(key);
+  }
+  /** The entries, oldest first (a copy: set() may be called while walking it). */
+  entries(): [K, V][] {
+    return [...this.#entries];
   }
   set(key: K, value: V): void {
     const old = this.#entries.get(key);
@@ -125,9 +184,9 @@ export class GroupMemory {
   readonly #json: GroupJson;
   readonly #window: AnswerWindow;
   readonly limits: GroupMemoryLimits;
-  // Approximate bytes: the JSON's (its length, JsonBytes), and the string's (a Buffer's) and the Map
-  // entry's own share.
-  readonly #groups: WeighedMap<number, JsonBytes>;
+  // Approximate bytes: the JSON's (in the arena), and the Kept's and the Map entry's own share.
+  readonly #groups: WeighedMap<number, Kept>;
+  readonly #arena = new JsonArena();
   readonly #members: WeighedMap<string, Memberships>;
   /**
    * Each user's list answer as sent, built once per user and generation from the two maps above (a
@@ -145,9 +204,7 @@ export class GroupMemory {
     this.#json = json;
     this.#window = window;
     this.limits = limits;
-    this.#groups = new WeighedMap(limits.groupBytes, (kept) =>
-      typeof kept === 'string' ? kept.length + 48 : kept.length + 200,
-    );
+    this.#groups = new WeighedMap(limits.groupBytes, (kept) => kept.end - kept.start + 64);
     this.#members = new WeighedMap(limits.membershipBytes, (m) => 5 * m.ids.length + 160);
     this.#lists = new WeighedMap(limits.groupBytes, (list) => list.bytes.length + 240, 'refuse');
   }
@@ -194,7 +251,7 @@ export class GroupMemory {
       if (statuses[i] === 0) continue;
       const kept = this.#groups.get(ids[i]!);
       if (kept === undefined) return undefined;
-      parts.push(kept);
+      parts.push(bytesOf(kept));
     }
     const list = this.#json.list(parts);
     // A string is ASCII (JsonBytes): its latin1 bytes are the same characters.
@@ -209,7 +266,7 @@ export class GroupMemory {
     const kept = this.#groups.get(id);
     const memberships = this.#members.get(username);
     if (kept === undefined || memberships === undefined) return undefined;
-    return this.#json.detail(kept, statusOf(memberships, id));
+    return this.#json.detail(bytesOf(kept), statusOf(memberships, id));
   }
 
   /** A fill at `generation` may be kept: not older than what is kept (a newer one drops it first). */
@@ -223,6 +280,7 @@ export class GroupMemory {
     this.#groups.clear();
     this.#members.clear();
     this.#lists.clear();
+    this.#arena.clear();
     this.#generation = generation;
   }
 
@@ -231,9 +289,25 @@ export class GroupMemory {
     // Unchanged: left where it is (a re-insertion would only churn the Map).
     const kept = this.#groups.get(group.id);
     if (kept === undefined || !same(kept, written)) {
-      this.#groups.set(group.id, written);
+      this.#groups.set(group.id, this.#arena.put(written));
       // Other bytes at the same generation (not expected: any change moves it): no list built from the old ones stays.
       if (kept !== undefined) this.#lists.clear();
+      if (this.#arena.appended > 2 * this.limits.groupBytes) this.#compact();
     }
+  }
+
+  /**
+   * Copies the groups still kept into a fresh arena, once what was appended (evicted and replaced
+   * groups included) reaches twice the budget: the old chunks are then freed with the last Kept that
+   * points into them.
+   */
+  #compact(): void {
+    const kept = this.#groups.entries();
+    this.#arena.clear();
+    for (const [id, old] of kept)
+      this.#groups.set(
+        id,
+        this.#arena.put(old.ascii ? bytesOf(old) : old.chunk.subarray(old.start, old.end)),
+      );
   }
 }
