@@ -52,7 +52,7 @@ export interface RecordedRun {
 }
 
 /** Beyond this factor either way, a row's reference cost says the machine differs from the last recorded run's. */
-export const MACHINE_DRIFT = 1.5;
+const MACHINE_DRIFT = 1.5;
 
 export interface Report {
   /** CPUs of the machine. */

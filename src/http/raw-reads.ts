@@ -114,8 +114,8 @@ export type RawHandler = (
 export function rawReads(deps: RawReadDeps): RawHandler {
   const { logger, accessLog, routes } = deps;
   /** Each route's headers without CORS (the usual request: same origin), built at its first answer. */
-  const templates = new WeakMap<FastRoute, ApiHeaderTemplate>();
-  const templateOf = (route: FastRoute) => {
+  const templates = new WeakMap<RawRoute, ApiHeaderTemplate>();
+  const templateOf = (route: RawRoute) => {
     let template = templates.get(route);
     if (template === undefined) {
       template = new ApiHeaderTemplate(['allow', route.allow, 'content-type', JSON_CONTENT_TYPE]);
