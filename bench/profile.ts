@@ -143,7 +143,7 @@ async function profiled(
       .split('\n')
       .filter((line) => line !== '').length;
   let warm = (await runWrk({ ...wrk, seconds: WARMUP_SECONDS })).requests;
-  for (let seconds = WARMUP_SECONDS; warm < least && seconds < 30; seconds++)
+  for (let seconds = WARMUP_SECONDS; warm < least && seconds < 90; seconds++)
     warm += (await runWrk({ ...wrk, seconds: 1 })).requests;
   const run = await runWrk({ ...wrk, seconds: SECONDS });
   await server.stop();

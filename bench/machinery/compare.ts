@@ -47,7 +47,7 @@ export interface Schedule {
   readonly rounds: number;
 }
 
-const MAX_WARMUP_SECONDS = 30;
+const MAX_WARMUP_SECONDS = 90;
 
 async function warmUp(side: Contender, schedule: Schedule): Promise<void> {
   let { requests } = await side.measure(schedule.warmupSeconds);
