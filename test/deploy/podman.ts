@@ -40,6 +40,10 @@ export interface Podman {
 export async function startPodman(): Promise<Podman> {
   await ensureDebianPackage('/usr/bin/podman', 'podman');
   await ensureDebianPackage('/usr/sbin/runc', 'runc');
+  // netavark with aardvark-dns: containers on a compose network find each other by service name
+  // (podman 4.3's CNI default would need a separate DNS plugin for that).
+  await ensureDebianPackage('/usr/lib/podman/netavark', 'netavark');
+  await ensureDebianPackage('/usr/lib/podman/aardvark-dns', 'aardvark-dns');
   await sweepAbandonedRuns();
   const dir = path.join(RUNS_DIR, `run-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
@@ -58,6 +62,7 @@ export async function startPodman(): Promise<Podman> {
       `events_logfile_path = "${dir}/events.log"`,
       `tmp_dir = "${dir}/tmp"`,
       '[network]',
+      'network_backend = "netavark"',
       `network_config_dir = "${dir}/networks"`,
       '',
     ].join('\n'),
