@@ -74,7 +74,7 @@ export function findGroupsPage(query: GroupQuery, first: GroupPage, env: FindEnv
   const type = h(
     'select',
     { id: 'group-type', name: 'type' },
-    h('option', { value: '' }, 'All groups and classrooms'),
+    h('option', { value: '' }, 'All types'),
     h('option', { value: '0' }, 'Groups'),
     h('option', { value: '1' }, 'Classrooms'),
   );

@@ -202,6 +202,11 @@ function textsEditor(group: GroupDetail, context: AdminContext, close: () => voi
     });
     box.value = field.value;
     const fieldError = h('p', { class: 'field-error', id: `${id}-error` });
+    // An error is about the text that was refused: editing it clears the complaint.
+    box.addEventListener('input', () => {
+      fieldError.textContent = '';
+      box.removeAttribute('aria-invalid');
+    });
     const limit = TEXT_LIMITS[field.name];
     return {
       ...field,

@@ -161,7 +161,17 @@ export function loggedInFrame(
     h(
       'div',
       { class: 'topbar-inner' },
-      h('a', { class: 'brand', href: '/' }, 'clubhouse'),
+      h(
+        'div',
+        { class: 'topbar-start' },
+        h('a', { class: 'brand', href: '/' }, 'clubhouse'),
+        // contract §13: every group, for finding one to join.
+        h(
+          'nav',
+          { 'aria-label': 'Groups' },
+          h('a', { class: 'account-link', href: '/groups' }, 'Find a group'),
+        ),
+      ),
       h(
         'div',
         { class: 'account' },
@@ -171,7 +181,6 @@ export function loggedInFrame(
           h('span', { class: 'who-prefix' }, 'Signed in as '),
           h('strong', {}, username),
         ),
-        h('a', { class: 'account-link', href: '/groups' }, 'Find a group'),
         h('a', { class: 'account-link', href: '/sessions' }, 'Where you’re signed in'),
         signOut,
       ),
