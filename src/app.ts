@@ -22,12 +22,14 @@ import type { Config } from './config/config.ts';
 import { GROUP_JSON } from './groups/json.ts';
 import type { GroupSyncOutcome } from './groups/sync/run.ts';
 import { intervalRun } from './groups/sync/schedule.ts';
+import { EDITABLE_TEXTS } from './groups/texts.ts';
 import { createEdge } from './http/edge.ts';
 import { sessionHooks } from './http/session.ts';
 import { registerWebClient } from './http/web.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { registerAuthRoutes } from './routes/auth.ts';
 import { registerGroupRoutes } from './routes/groups.ts';
+import { registerMembershipRoutes } from './routes/memberships.ts';
 import { registerOidcRoutes } from './routes/oidc.ts';
 import { registerOps, registerSchemaRoute } from './routes/ops.ts';
 import { registerSessionRoutes } from './routes/sessions.ts';
@@ -192,6 +194,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       groups: stores.groups,
       memory: stores.memory.groups,
       freshness: stores.freshness,
+    });
+    registerMembershipRoutes(endpoint, {
+      trustedOrigins: config.http.trustedOrigins,
+      usernameCase: config.usernameCase,
+      hooks,
+      groups: stores.groups,
+      // contract §11, §13: the sync writes every text of a synced group (those it reads no attribute
+      // for, empty), so none of them can be edited there.
+      directoryTexts: new Set(EDITABLE_TEXTS),
     });
     registerSchemaRoute(fastify, endpoint);
     registerWebClient(fastify);
