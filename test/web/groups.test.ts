@@ -474,6 +474,20 @@ describe('web client: joining and running a group (contract §13)', () => {
 
         await page.getByRole('button', { name: 'Remove bob' }).click();
         assert.equal(await focusedText(page), 'Cancel');
+        const cancel = page.getByRole('button', { name: 'Cancel' });
+        assert.equal(
+          await cancel.evaluate((button) => button.getAttribute('aria-describedby')),
+          await page.locator('.confirm-question').getAttribute('id'),
+          'the question is read with the focused answer',
+        );
+        assert.equal(await page.locator('.confirm-question').textContent(), 'Remove bob from Orchestra?');
+        await page.keyboard.press('Escape');
+        assert.equal(
+          await page.evaluate(() => document.activeElement?.getAttribute('aria-label')),
+          'Remove bob',
+        );
+        assert.equal(await page.locator('.confirm-question').count(), 0, 'Escape answers no');
+        await page.getByRole('button', { name: 'Remove bob' }).click();
         await page.getByRole('button', { name: 'Remove', exact: true }).click();
         await said(page, 'bob is no longer in Orchestra.');
         await page.getByRole('heading', { name: 'Members (1)' }).waitFor();
