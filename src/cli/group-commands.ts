@@ -1,6 +1,11 @@
 // The group and membership commands of contract §6: group add|update|remove|list, member set|remove.
 import { checkGroupFields, isGroupId } from '../groups/import-fields.ts';
-import { decideMembership, type MembershipAction, type MembershipRefusal } from '../groups/membership.ts';
+import {
+  decideMembership,
+  type MembershipAction,
+  type MembershipRefusal,
+  membershipLock,
+} from '../groups/membership.ts';
 import { CONFLICT, ImportConflictError } from '../store/errors.ts';
 import type { Group, MemberStatus } from '../store/group-types.ts';
 import { MAX_GROUP_ID } from '../store/limits.ts';
@@ -79,8 +84,9 @@ async function changeAsOperator(
   force: boolean,
 ): Promise<MemberStatus> {
   const stores = await context.stores();
-  const done = await stores.groups.changeMembership({ group, actor: null, target: username }, (facts) =>
-    decideMembership('operator', action, facts, force),
+  const done = await stores.groups.changeMembership(
+    { group, actor: null, target: username, lock: membershipLock(action) },
+    (facts) => decideMembership('operator', action, facts, force),
   );
   if (done === null) throw new CommandError(CONFLICT.noSuchGroup(group));
   if (!done.decision.ok)

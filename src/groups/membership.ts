@@ -39,6 +39,16 @@ export type MembershipDecision =
   | { readonly ok: true; readonly to: MemberStatus }
   | { readonly ok: false; readonly refusal: MembershipRefusal };
 
+/**
+ * How a change holds the group while it decides: an ask only ever adds a request where there was no
+ * membership, which no other decision depends on (not the administrators' count, not anyone else's
+ * status), so a crowd asking to join one group at once need not queue one by one; every other change
+ * decides on the group's administrators and waits for all others.
+ */
+export function membershipLock(action: MembershipAction): 'exclusive' | 'shared' {
+  return action.kind === 'ask' ? 'shared' : 'exclusive';
+}
+
 /** contract §13: a group's administrators are the users with status 2 in it. */
 export const isAdministrator = (status: MemberStatus): boolean => status === 2;
 

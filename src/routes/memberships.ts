@@ -15,6 +15,7 @@ import {
   type MembershipActor,
   type MembershipDecision,
   type MembershipRefusal,
+  membershipLock,
 } from '../groups/membership.ts';
 import { parseGroupId } from '../groups/read.ts';
 import { searchGroups } from '../groups/search.ts';
@@ -109,8 +110,9 @@ export function registerMembershipRoutes(endpoint: DeclareEndpoint, deps: Member
     action: MembershipAction,
   ): Promise<MembershipChanged<MembershipDecision>> {
     const username = caller(request);
-    const done = await groups.changeMembership({ group, actor: username, target }, (facts) =>
-      decideMembership(actor, action, facts),
+    const done = await groups.changeMembership(
+      { group, actor: username, target, lock: membershipLock(action) },
+      (facts) => decideMembership(actor, action, facts),
     );
     if (done === null) throw new ApiError(API_ERRORS.NOT_FOUND);
     if (!done.decision.ok) throw new ApiError(REFUSALS[done.decision.refusal]);

@@ -84,6 +84,12 @@ export interface MembershipChange {
   readonly group: number;
   readonly actor: string | null;
   readonly target: string;
+  /**
+   * How the group's row is held (groups/membership.ts: membershipLock): `exclusive` waits for every
+   * other change of the group and makes them wait; `shared` (a change no other depends on) waits only
+   * for exclusive ones.
+   */
+  readonly lock: 'exclusive' | 'shared';
 }
 
 /** What a membership change is decided from, read in the transaction that writes it (groups/membership.ts). */

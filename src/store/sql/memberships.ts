@@ -33,10 +33,18 @@ const sinceOf = (value: unknown) => (value === null || value === undefined ? nul
 /** A locking clause of `dialect` on one table of the statement (SQLite's write lock needs none). */
 const lockOf = (clause: string, table: string) => (clause === '' ? '' : `${clause} OF ${table}`);
 
+/** The clause that locks the group's row for a change of `lock` (MembershipChange). */
+const groupLock = (dialect: Dialect, lock: MembershipChange['lock']) =>
+  lock === 'exclusive' ? dialect.forUpdate : dialect.keyShare;
+
 /** Locks the group's row until the transaction ends; null when there is no such group. */
-function* lockGroup(dialect: Dialect, group: number): Steps<Row | null> {
+function* lockGroup(
+  dialect: Dialect,
+  group: number,
+  lock: MembershipChange['lock'] = 'exclusive',
+): Steps<Row | null> {
   const { rows } = yield {
-    sql: `SELECT external_id FROM groups WHERE id = $1${dialect.forUpdate}`,
+    sql: `SELECT external_id FROM groups WHERE id = $1${groupLock(dialect, lock)}`,
     params: [group],
   };
   return rows[0] ?? null;
@@ -53,8 +61,9 @@ function* statusIn(group: number, username: string): Steps<MemberStatus> {
 
 /**
  * Changes one membership as `decide` answers, in one transaction (run it in 'write' mode). Few
- * statements while the group's row is locked (the facts in one, the write in one): the changes of a
- * crowd asking to join one group at once queue on that lock.
+ * statements while the group's row is locked (the facts in one, the write in one). An exclusive
+ * change waits for every other change of the group; shared ones (asks) run side by side, and wait
+ * only for exclusive ones.
  */
 export function* changeMembership<D extends MembershipVerdict>(
   dialect: Dialect,
@@ -62,13 +71,13 @@ export function* changeMembership<D extends MembershipVerdict>(
   decide: (facts: MembershipFacts) => D,
   now: number,
 ): Steps<MembershipChanged<D> | null> {
-  const { group, actor, target } = change;
+  const { group, actor, target, lock } = change;
   // The group's row, and the target's user row kept from being deleted (a merge) until the write.
   const { rows: both } = yield {
-    sql: `SELECT g.external_id FROM groups g JOIN users u ON u.username = $2 WHERE g.id = $1${lockOf(dialect.forUpdate, 'g')}${lockOf(dialect.keyShare, 'u')}`,
+    sql: `SELECT g.external_id FROM groups g JOIN users u ON u.username = $2 WHERE g.id = $1${lockOf(groupLock(dialect, lock), 'g')}${lockOf(dialect.keyShare, 'u')}`,
     params: [group, target],
   };
-  const locked = both[0] ?? (yield* lockGroup(dialect, group));
+  const locked = both[0] ?? (yield* lockGroup(dialect, group, lock));
   if (locked === null) return null;
   const { rows } = yield {
     sql: `SELECT (SELECT count(*) FROM memberships WHERE group_id = $1 AND status = 2) AS administrators,
@@ -103,10 +112,21 @@ export function* changeMembership<D extends MembershipVerdict>(
         params: [target, now],
       };
     }
-    yield {
-      sql: 'INSERT INTO memberships (username, group_id, status, since) VALUES ($1, $2, $3, $4)',
+    const { changes } = yield {
+      sql: `INSERT INTO memberships (username, group_id, status, since) VALUES ($1, $2, $3, $4)
+        ON CONFLICT (username, group_id) DO NOTHING`,
       params: [target, group, to, now],
     };
+    if (changes === 0) {
+      // Under a shared lock, the same ask committed first (the same person asking twice at once):
+      // the membership is what that one wrote.
+      const { rows: now } = yield {
+        sql: 'SELECT status, since FROM memberships WHERE group_id = $1 AND username = $2',
+        params: [group, target],
+      };
+      const status = statusOf(now[0]?.['status']);
+      return { facts, decision, status, since: sinceOf(now[0]?.['since']), written: false };
+    }
   } else {
     yield {
       sql: 'UPDATE memberships SET status = $3, since = $4 WHERE group_id = $1 AND username = $2',
