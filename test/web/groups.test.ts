@@ -469,6 +469,8 @@ describe('web client: joining and running a group (contract §13)', () => {
         // bob's page is out of date: his action is refused and the page shows what is.
         await bob.page.getByRole('button', { name: 'Make alice a member' }).click();
         await bob.page.locator('#group-status.alert', { hasText: 'Only an administrator' }).waitFor();
+        // Repainted as the server now says, focus on the sentence that says why.
+        await bob.page.waitForFunction(() => document.activeElement?.id === 'group-status');
         assert.equal(await membership(bob.page), 'Member');
         assert.equal(await bob.page.locator('.admin-section').count(), 0, 'no administration for a member');
 

@@ -18,7 +18,7 @@ import { pageHeading, typeBadge } from './views.ts';
 
 /** Typing pauses this long before the search goes out: one request per word, not per key. */
 const DEBOUNCE_MS = 300;
-/** The API bounds nothing here; a search text longer than any group's name says nothing more. */
+/** The API's bound on `q`, in characters (a group's name is at most 200: a longer text finds nothing). */
 const MAX_QUERY_LENGTH = 200;
 
 /** What the page needs from the app. */
@@ -27,14 +27,18 @@ export interface FindEnv {
   readonly sessionEnded: () => void;
 }
 
+/** The type filter's value as the API's `type`; anything else is both kinds. */
+function typeOf(value: string | null): GroupType | null {
+  return value === '0' ? 0 : value === '1' ? 1 : null;
+}
+
 /** The search the address names (`?q=&type=&page=`); anything unreadable is left at its default. */
 export function queryFromAddress(search: string): GroupQuery {
   const params = new URLSearchParams(search);
-  const type = params.get('type');
   const page = Number(params.get('page') ?? '1');
   return {
-    q: (params.get('q') ?? '').slice(0, MAX_QUERY_LENGTH),
-    type: type === '0' ? 0 : type === '1' ? 1 : null,
+    q: [...(params.get('q') ?? '')].slice(0, MAX_QUERY_LENGTH).join(''),
+    type: typeOf(params.get('type')),
     page: Number.isSafeInteger(page) && page >= 1 ? page : 1,
   };
 }
@@ -68,7 +72,6 @@ export function findGroupsPage(query: GroupQuery, first: GroupPage, env: FindEnv
     spellcheck: 'false',
     maxlength: MAX_QUERY_LENGTH,
     'aria-describedby': 'group-search-hint',
-    value: query.q,
   });
   input.value = query.q;
   const type = h(
@@ -147,7 +150,7 @@ export function findGroupsPage(query: GroupQuery, first: GroupPage, env: FindEnv
 
   const fromForm = (): GroupQuery => ({
     q: input.value.trim(),
-    type: type.value === '0' ? 0 : type.value === '1' ? 1 : (null as GroupType | null),
+    type: typeOf(type.value),
     page: 1,
   });
   input.addEventListener('input', () => {

@@ -74,8 +74,9 @@ export function groupView(initial: GroupDetail, env: GroupEnv): Node[] {
       // A disabled button loses focus; give it back, so the keyboard is where it was.
       button.focus();
       say(actionFailureText(result), true);
-      // 403: no longer an administrator; 404: that person or request is gone. Show what is.
-      if (result.status === 403 || result.status === 404) await refresh();
+      // 403: no longer an administrator; 404: that person or request is gone. Show what is; the
+      // button went with the old page, so focus goes to the sentence saying why.
+      if ((result.status === 403 || result.status === 404) && (await refresh())) status.focus();
       return;
     }
     if (await refresh()) {
