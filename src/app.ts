@@ -22,7 +22,7 @@ import type { Config } from './config/config.ts';
 import { GROUP_JSON } from './groups/json.ts';
 import type { GroupSyncOutcome } from './groups/sync/run.ts';
 import { intervalRun } from './groups/sync/schedule.ts';
-import { EDITABLE_TEXTS } from './groups/texts.ts';
+import { textsFromDirectory } from './groups/texts.ts';
 import { createEdge } from './http/edge.ts';
 import { sessionHooks } from './http/session.ts';
 import { registerWebClient } from './http/web.ts';
@@ -200,9 +200,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       usernameCase: config.usernameCase,
       hooks,
       groups: stores.groups,
-      // contract §11, §13: the sync writes every text of a synced group (those it reads no attribute
-      // for, empty), so none of them can be edited there.
-      directoryTexts: new Set(EDITABLE_TEXTS),
+      // contract §11, §13: the texts the sync fills from an attribute cannot be edited.
+      directoryTexts: textsFromDirectory(config.groupSync?.directory ?? null),
     });
     registerSchemaRoute(fastify, endpoint);
     registerWebClient(fastify);

@@ -7,7 +7,7 @@ import { GROUP_LIMITS } from '../store/limits.ts';
 import { unstorableText } from './import-fields.ts';
 
 /** The texts an administrator may edit. */
-export const EDITABLE_TEXTS = ['description', 'short_description', 'activities'] as const;
+const EDITABLE_TEXTS = ['description', 'short_description', 'activities'] as const;
 export type EditableText = (typeof EDITABLE_TEXTS)[number];
 
 const EDITABLE: ReadonlySet<string> = new Set(EDITABLE_TEXTS);
@@ -39,6 +39,24 @@ export function parseTexts(body: unknown): TextsInput {
   }
   if (Object.keys(fields).length > 0) return { kind: 'invalid', fields };
   return { kind: 'texts', texts };
+}
+
+/**
+ * The texts the group sync fills from the directory (contract §11, §13): the description always,
+ * the others when the settings name an attribute for them. Without the sync's settings, this
+ * process cannot know which: all three.
+ */
+export function textsFromDirectory(
+  attributes: {
+    readonly shortDescriptionAttribute: string | null;
+    readonly activitiesAttribute: string | null;
+  } | null,
+): ReadonlySet<EditableText> {
+  if (attributes === null) return new Set(EDITABLE_TEXTS);
+  const texts = new Set<EditableText>(['description']);
+  if (attributes.shortDescriptionAttribute !== null) texts.add('short_description');
+  if (attributes.activitiesAttribute !== null) texts.add('activities');
+  return texts;
 }
 
 /**

@@ -679,17 +679,39 @@ describeEachStore('joining and running a group (contract §13)', (store) => {
       const { cookie } = await loginAs(t.fastify, username, 'pw');
       cookies.set(username, cookie);
     }
-    // All at once; then all at once again, each answered with the request it already has.
-    const ask = () =>
-      Promise.all(joiners.map((username) => call(username, 'POST', '/api/group/10/membership')));
-    const answers = [...(await ask()), ...(await ask())];
-    const statuses = answers.map((r) => r.statusCode);
+    // All at once; then all at once again, each answered with the request it already has. A
+    // machine loaded by other suites may run out of database connections for a moment: the
+    // service then answers 503 with Retry-After having written nothing (contract §2), and the
+    // client asks again; what is proven is that no request is lost or made twice.
+    const ask = async () => {
+      const first = await Promise.all(
+        joiners.map((username) => call(username, 'POST', '/api/group/10/membership')),
+      );
+      const answers: LightMyRequestResponse[] = [];
+      for (const [i, answer] of first.entries()) {
+        let last = answer;
+        while (last.statusCode === 503) {
+          assert.equal(last.headers['retry-after'], '5');
+          last = await call(joiners[i]!, 'POST', '/api/group/10/membership');
+        }
+        answers.push(last);
+      }
+      return { answers, atOnce: first.filter((r) => r.statusCode !== 503).length };
+    };
+    const once = await ask();
+    const twice = await ask();
+    assert.ok(once.atOnce > 0 && twice.atOnce > 0);
+    // A retried ask whose first try had in fact been written would answer 200: none did.
     assert.deepEqual(
-      answers.filter((r) => r.statusCode !== 200 && r.statusCode !== 201).map((r) => r.body),
-      [],
+      once.answers.map((r) => r.statusCode),
+      joiners.map(() => 201),
     );
-    assert.deepEqual(statuses, [...joiners.map(() => 201), ...joiners.map(() => 200)]);
-    for (const answer of answers) assert.deepEqual(answer.json(), { member_status: 0 });
+    assert.deepEqual(
+      twice.answers.map((r) => r.statusCode),
+      joiners.map(() => 200),
+    );
+    for (const answer of [...once.answers, ...twice.answers])
+      assert.deepEqual(answer.json(), { member_status: 0 });
     const listed = (await call('alice', 'GET', '/api/group/10/members?status=0')).json();
     assert.deepEqual(
       listed.map((r: { username: string }) => r.username),
@@ -697,8 +719,8 @@ describeEachStore('joining and running a group (contract §13)', (store) => {
     );
     assert.equal((await call('alice', 'GET', '/api/group/10/members')).json().length, 101);
     // One person asking twice at once is one request.
-    const twice = await Promise.all([0, 1].map(() => call('carol', 'POST', '/api/group/10/membership')));
-    assert.deepEqual(twice.map((r) => r.statusCode).sort(), [200, 201]);
+    const same = await Promise.all([0, 1].map(() => call('carol', 'POST', '/api/group/10/membership')));
+    assert.deepEqual(same.map((r) => r.statusCode).sort(), [200, 201]);
     assert.equal((await call('alice', 'GET', '/api/group/10/members')).json().length, 102);
   });
 });

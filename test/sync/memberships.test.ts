@@ -2,7 +2,8 @@
 // directory keeps following it. Its administrators (the directory's owners) see the requests made
 // in clubhouse but cannot approve, promote or remove (409: the directory manages its members), its
 // members cannot leave it in clubhouse, a request survives a sync run, and becomes a membership
-// when the directory adds the person; the very next request through the API shows it.
+// when the directory adds the person; the very next request through the API shows it. Its texts
+// that no attribute fills are its administrators' to edit, and a sync run keeps them.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
@@ -28,8 +29,10 @@ describeEachStore('a directory-synced group through the API (contract §11, §13
     env = { ...made.env, ...syncEnv(slapd) };
     const first = await runSync(env);
     assert.equal(first.code, 0, first.err.join('\n'));
+    // The sync's settings: the serving process knows which texts the directory fills.
     t = await startTestApp({
       data: made,
+      env: syncEnv(slapd),
       authenticator: fakeAuthenticator({ alice: 'pw', bob: 'pw', carol: 'pw', quinn: 'pw' }),
     });
     for (const username of ['alice', 'bob', 'carol', 'quinn']) {
@@ -49,7 +52,7 @@ describeEachStore('a directory-synced group through the API (contract §11, §13
 
   async function call(
     username: string,
-    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     url: string,
     body?: unknown,
   ) {
@@ -131,5 +134,27 @@ describeEachStore('a directory-synced group through the API (contract §11, §13
     const run = await runSync(env);
     assert.equal(run.code, 0, run.err.join('\n'));
     assert.equal((await call('quinn', 'GET', `/api/group/${biology}`)).json().member_status, -1);
+  });
+
+  test('the texts no attribute fills are edited by the administrators, and a sync keeps them', async () => {
+    // syncEnv: description from `description`, short_description from `o`, activities from nothing.
+    expect(
+      await call('carol', 'PATCH', `/api/group/${chess}/texts`, { description: 'x', short_description: 'y' }),
+      400,
+      {
+        description: ['This field is managed by the directory.'],
+        short_description: ['This field is managed by the directory.'],
+      },
+    );
+    const edited = await call('carol', 'PATCH', `/api/group/${chess}/texts`, {
+      activities: 'Tuesdays, 18:00.',
+    });
+    assert.equal(edited.statusCode, 200, edited.body);
+    assert.equal(edited.json().activities, 'Tuesdays, 18:00.');
+    assert.equal(edited.json().description, 'Games on Tuesdays.');
+    const run = await runSync(env);
+    assert.equal(run.code, 0, run.err.join('\n'));
+    assert.ok(!run.out.some((line) => line.startsWith('group changed')), run.out.join('\n'));
+    assert.equal((await call('quinn', 'GET', `/api/group/${chess}`)).json().activities, 'Tuesdays, 18:00.');
   });
 });
