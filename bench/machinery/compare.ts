@@ -47,6 +47,17 @@ export interface Schedule {
   readonly rounds: number;
 }
 
+const MAX_WARMUP_SECONDS = 90;
+
+async function warmUp(side: Contender, schedule: Schedule): Promise<void> {
+  const first = await side.measure(schedule.warmupSeconds);
+  const least = side.warmupRequests ?? 0;
+  if (first.requests >= least || !(first.rate > 0)) return;
+  // Each run starts the rotation over (wrk/common.lua): one run long enough to read it all, at the
+  // first run's rate and a fifth more, not a series of short ones that read its beginning again.
+  await side.measure(Math.min(MAX_WARMUP_SECONDS, Math.ceil((least / first.rate) * 1.2)));
+}
+
 export function median(values: readonly number[]): number {
   const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
   if (sorted.length === 0) return Number.NaN;
@@ -75,6 +86,13 @@ export function medianRound(side: Side): Round {
 export interface Contender {
   readonly label: string;
   readonly measure: Measure;
+  /**
+   * The least the side answers in one run of its warm-up: when the first run answered fewer, a
+   * second run long enough to answer that many follows (at most MAX_WARMUP_SECONDS). On a crowded
+   * host a few seconds may not read every session of the rotation once, and the first round would
+   * then measure filling the memories.
+   */
+  readonly warmupRequests?: number;
 }
 
 /** The median over the rounds of `numerator / requests` (CPU seconds or log bytes per request). */
@@ -93,7 +111,7 @@ export async function alternate(
   schedule: Schedule,
   log: (line: string) => void,
 ): Promise<Side[]> {
-  for (const side of sides) await side.measure(schedule.warmupSeconds);
+  for (const side of sides) await warmUp(side, schedule);
   const rounds: Round[][] = sides.map(() => []);
   for (let i = 0; i < schedule.rounds; i++) {
     const figures: string[] = [];
