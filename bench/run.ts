@@ -12,7 +12,7 @@ import path from 'node:path';
 import { ensureDebianPackage } from '../test/helpers/apt.ts';
 import { removeNow, removeOnExit } from '../test/helpers/child.ts';
 import { type Dovecot, startDovecot } from '../test/helpers/dovecot.ts';
-import { checkCases, groupCases, sizeCase } from './cases/http.ts';
+import { checkCases, groupCases, searchCase, sizeCase } from './cases/http.ts';
 import { instancesCase } from './cases/instances.ts';
 import { ldapLoginCase } from './cases/ldap.ts';
 import { imapLoginCase } from './cases/login.ts';
@@ -124,6 +124,7 @@ async function main(cleanup: Cleanup): Promise<{ report: string; chart: string }
   const results: CaseResult[] = [];
   if (runs('check')) results.push(await checkCases(context));
   if (runs('groups')) results.push(await groupCases(context, sizes['group-list']));
+  if (runs('search')) results.push(await searchCase(context));
   if (runs('login')) results.push(await imapLoginCase(context, LOGIN_CONCURRENCY));
   if (runs('ldap')) results.push(await ldapLoginCase(context, LOGIN_CONCURRENCY));
   if (runs('passkey')) results.push(await passkeyLoginCase(context, LOGIN_CONCURRENCY));

@@ -23,12 +23,14 @@ import type { Config } from './config/config.ts';
 import { GROUP_JSON } from './groups/json.ts';
 import type { GroupSyncOutcome } from './groups/sync/run.ts';
 import { intervalRun } from './groups/sync/schedule.ts';
+import { textsFromDirectory } from './groups/texts.ts';
 import { createEdge } from './http/edge.ts';
 import { sessionHooks } from './http/session.ts';
 import { registerWebClient } from './http/web.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { registerAuthRoutes } from './routes/auth.ts';
 import { registerGroupRoutes } from './routes/groups.ts';
+import { registerMembershipRoutes } from './routes/memberships.ts';
 import { registerOidcRoutes } from './routes/oidc.ts';
 import { registerOps, registerSchemaRoute } from './routes/ops.ts';
 import { registerPasskeyRoutes } from './routes/passkeys.ts';
@@ -208,6 +210,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       groups: stores.groups,
       memory: stores.memory.groups,
       freshness: stores.freshness,
+    });
+    registerMembershipRoutes(endpoint, {
+      trustedOrigins: config.http.trustedOrigins,
+      usernameCase: config.usernameCase,
+      hooks,
+      groups: stores.groups,
+      // contract §11, §13: the texts the sync fills from an attribute cannot be edited.
+      directoryTexts: textsFromDirectory(config.groupSync?.directory ?? null),
     });
     registerSchemaRoute(fastify, endpoint);
     registerWebClient(fastify);

@@ -2,6 +2,7 @@
 // session and without a cookie, the group list and a group's detail, and check with 1 000 sessions
 // seeded against 1 000 000 (the same 1 000-session working set, each in a fresh process).
 
+import { readFileSync } from 'node:fs';
 import { medianRound } from '../machinery/compare.ts';
 import { type BenchContext, contest, wrkContestant } from '../machinery/contest.ts';
 import { sanityCheck } from '../machinery/measures.ts';
@@ -81,6 +82,47 @@ export async function groupCases(context: BenchContext, listBytes: number): Prom
     );
   }
   return { rows, memory: [] };
+}
+
+/**
+ * contract §13's search: 100 000 groups, a query matching 1 % of them (1 000), page 1, against the
+ * group list on the same process and the same sessions: what a search costs beside the page every
+ * member opens. The first search folds every group's search text (sql/group-search.ts); that is done
+ * by the sanity request before the rounds.
+ */
+export async function searchCase(context: BenchContext): Promise<CaseResult> {
+  const { clubhouse, big, log } = context;
+  log('GET /api/groups?q=group+001 (1 % of 100 000 groups) vs GET /api/group/');
+  const [id] = readFileSync(big.loadFile, 'utf8').split('\n', 1)[0]!.split(' ');
+  const started = performance.now();
+  const first = await fetch(`${clubhouse.url}/api/groups?q=group+001`, {
+    headers: { cookie: `sessionid=${id}` },
+  });
+  const firstSeconds = (performance.now() - started) / 1000;
+  const page = (await first.json()) as { count?: number; results?: unknown[] };
+  if (first.status !== 200 || page.count !== 1000 || page.results?.length !== 50) {
+    throw new Error(`search answered ${first.status} ${JSON.stringify(page).slice(0, 200)}`);
+  }
+  const { sides, peaks } = await contest(context, [
+    wrkContestant('group list', clubhouse, 'group-list.lua', '/api/group/', big.loadFile),
+    wrkContestant('search', clubhouse, 'group-search.lua', '/api/groups?q=group+001', big.loadFile),
+  ]);
+  return {
+    rows: [
+      caseRow({
+        name: 'GET /api/groups?q=group+001 (100 000 groups, 1 000 match, page 1) vs the group list',
+        chartLabel: 'search, 1 % of 100 000 groups',
+        reference: sides[0]!,
+        subject: sides[1]!,
+        peaks: [peaks[0]!, peaks[1]!],
+        minimum: null,
+        notes: [
+          `the first search, which folds the 100 000 groups' search texts, took ${fixed(firstSeconds, 2)} s`,
+        ],
+      }),
+    ],
+    memory: [],
+  };
 }
 
 /** A fresh clubhouse on `databaseUrl`, sanity-checked on `loadFile`, with its RSS after a second idle. */

@@ -231,6 +231,7 @@ async function pairCase(
       }),
     );
   }
+  if (pair.redis) rows.push(await mixedRow(context, instances, loadFile));
   const peaks = instances.map((s) => memoryOf(s.pid).hwm);
   for (const server of instances) await context.stop(server);
   const memory: MemoryRow[] = [
@@ -243,4 +244,85 @@ async function pairCase(
     },
   ];
   return { rows, memory };
+}
+
+/**
+ * contract §13's writes beside the reads: the group list on both instances alone, and with one
+ * membership write for every 100 reads going to the instances in turn (a seeded user asking to join a
+ * group, then withdrawing: each a transaction that moves the group generation, so every instance's
+ * group memory is dropped at its next catch-up). The writes are paced by the last round alone: its
+ * rate / 100 a second.
+ */
+async function mixedRow(
+  context: BenchContext,
+  instances: readonly Server[],
+  loadFile: string,
+): Promise<CaseRow> {
+  const title = '2 instances, PostgreSQL + Redis: GET /api/group/ with 1 join or withdrawal per 100 reads';
+  context.log(title);
+  // Each load session with a group its user is not in: the writes never touch what the reads read.
+  const sessions = readFileSync(loadFile, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => {
+      const [session, ...groups] = line.split(' ');
+      let outside = 1;
+      while (groups.includes(String(outside))) outside++;
+      return { session: session!, outside };
+    });
+  const reads = wrkLoad(instances, 'group-list.lua', '/api/group/', loadFile);
+  let readRate = 0;
+  let writes = 0;
+  let failedWrites = 0;
+  const alone: Contender = {
+    label: 'group list alone',
+    measure: async (seconds) => {
+      const round = await reads(seconds);
+      readRate = round.rate;
+      return round;
+    },
+  };
+  const withWrites: Contender = {
+    label: 'with 1 % writes',
+    measure: async (seconds) => {
+      let stop = false;
+      const interval = 1000 / Math.max(1, readRate / 100);
+      const writer = (async () => {
+        // An ask makes a request, the withdrawal that follows removes it.
+        for (let n = 0; !stop; n++) {
+          const server = instances[n % instances.length]!;
+          const { session, outside } = sessions[Math.floor(n / 2) % sessions.length]!;
+          const answer = await fetch(`${server.url}/api/group/${outside}/membership`, {
+            method: n % 2 === 0 ? 'POST' : 'DELETE',
+            headers: { cookie: `sessionid=${session}` },
+          });
+          await answer.arrayBuffer();
+          writes++;
+          if (answer.status !== 200 && answer.status !== 201 && answer.status !== 204) failedWrites++;
+          await new Promise((resolve) => setTimeout(resolve, interval));
+        }
+      })();
+      try {
+        return await reads(seconds);
+      } finally {
+        stop = true;
+        await writer;
+      }
+    },
+  };
+  const { sides, peaks } = await contest(context, [
+    { ...alone, pids: instances.map((s) => s.pid) },
+    { ...withWrites, pids: instances.map((s) => s.pid) },
+  ]);
+  return caseRow({
+    name: title,
+    chartLabel: '2 instances, PG + Redis: group list, 1 % writes',
+    reference: sides[0]!,
+    subject: sides[1]!,
+    peaks: [peaks[0]!, peaks[1]!],
+    minimum: null,
+    notes: [
+      `${writes} writes in all (${failedWrites} answered neither 201 nor 204 nor 200), paced at the last round alone's rate / 100`,
+    ],
+  });
 }

@@ -30,6 +30,7 @@ export const SMALL: SeedPlan = {
 const CASES = [
   'check',
   'groups',
+  'search',
   'login',
   'ldap',
   'passkey',

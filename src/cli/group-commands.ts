@@ -1,9 +1,22 @@
 // The group and membership commands of contract §6: group add|update|remove|list, member set|remove.
 import { checkGroupFields, isGroupId } from '../groups/import-fields.ts';
+import {
+  decideMembership,
+  type MembershipAction,
+  type MembershipRefusal,
+  membershipLock,
+} from '../groups/membership.ts';
 import { CONFLICT, ImportConflictError } from '../store/errors.ts';
-import type { Group } from '../store/group-types.ts';
+import type { Group, MemberStatus } from '../store/group-types.ts';
 import { MAX_GROUP_ID } from '../store/limits.ts';
-import { type Command, CommandError, parseUsername, report, UsageError } from './command.ts';
+import {
+  type Command,
+  type CommandContext,
+  CommandError,
+  parseUsername,
+  report,
+  UsageError,
+} from './command.ts';
 
 const GROUP_OPTIONS = ['id', 'name', 'description', 'short-description', 'activities', 'type'] as const;
 
@@ -47,6 +60,52 @@ async function withConflicts<T>(work: () => Promise<T>): Promise<T> {
       throw new CommandError(err.problems.map((p) => p.reason).join('; '));
     throw err;
   }
+}
+
+/** Why the rules refuse, as the command line says it (the API's words, contract §13). */
+const REFUSED: Record<MembershipRefusal, string> = {
+  'not-administrator': 'not an administrator of the group',
+  'not-member': 'no such member',
+  'last-administrator': 'a group needs an administrator: make someone else one first (or --force)',
+  'directory-managed': "this group's members are managed by the directory",
+  'not-a-transition': 'only a member can be made an administrator',
+};
+
+/**
+ * contract §13: the operator changes a membership through the same rules as the API, in one
+ * transaction; `force` only lets the last administrator go. Writes the audit line; answers the
+ * status the membership had.
+ */
+async function changeAsOperator(
+  context: CommandContext,
+  group: number,
+  username: string,
+  action: MembershipAction,
+  force: boolean,
+): Promise<MemberStatus> {
+  const stores = await context.stores();
+  const done = await stores.groups.changeMembership(
+    { group, actor: null, target: username, lock: membershipLock(action) },
+    (facts) => decideMembership('operator', action, facts, force),
+  );
+  if (done === null) throw new CommandError(CONFLICT.noSuchGroup(group));
+  if (!done.decision.ok)
+    throw new CommandError(`${username} in group ${group}: ${REFUSED[done.decision.refusal]}`);
+  if (done.written) {
+    context.logger.info(
+      {
+        audit: 'membership',
+        actor: 'clubhouse command',
+        group,
+        username,
+        from: done.facts.targetStatus,
+        to: done.status,
+        force,
+      },
+      'membership changed',
+    );
+  }
+  return done.facts.targetStatus;
 }
 
 const STATUS_WORDS: Record<string, 0 | 1 | 2> = {
@@ -118,33 +177,39 @@ export const GROUP_COMMANDS: readonly Command[] = [
   },
   {
     name: 'member set',
-    usage: 'member set GROUP USERNAME STATUS',
+    usage: 'member set GROUP USERNAME STATUS [--force]',
     summary:
-      'Set a membership: STATUS 0 (pending), 1 (member) or 2 (administrator). Creates the user if new.',
+      'Set a membership: STATUS 0 (pending), 1 (member) or 2 (administrator). Creates the user if new. Refused for the last administrator (unless --force) and for the members of a group synced from the directory.',
+    flags: ['force'],
     positionals: 3,
-    async run(context, { positionals }) {
+    async run(context, { positionals, flags }) {
       const group = parseId(positionals[0], 'GROUP');
       const username = parseUsername(positionals[1], context.config);
       const status = STATUS_WORDS[positionals[2] ?? ''];
       if (status === undefined)
         throw new UsageError('STATUS must be 0 (pending), 1 (member) or 2 (administrator)');
-      await withConflicts(async () =>
-        (await context.stores()).groups.setMembership({ group, username, status }),
-      );
+      await changeAsOperator(context, group, username, { kind: 'set', status }, flags?.has('force') === true);
       report(context, { group, username, status }, `${username} in group ${group}: status ${status}.`);
     },
   },
   {
     name: 'member remove',
-    usage: 'member remove GROUP USERNAME',
-    summary: 'Remove a membership.',
+    usage: 'member remove GROUP USERNAME [--force]',
+    summary:
+      'Remove a membership. Refused for the last administrator (unless --force) and for the members of a group synced from the directory.',
+    flags: ['force'],
     positionals: 2,
-    async run(context, { positionals }) {
+    async run(context, { positionals, flags }) {
       const group = parseId(positionals[0], 'GROUP');
       const username = parseUsername(positionals[1], context.config);
-      if (!(await (await context.stores()).groups.removeMembership(group, username))) {
-        throw new CommandError(`${username} has no membership in group ${group}`);
-      }
+      const from = await changeAsOperator(
+        context,
+        group,
+        username,
+        { kind: 'remove' },
+        flags?.has('force') === true,
+      );
+      if (from === -1) throw new CommandError(`${username} has no membership in group ${group}`);
       report(context, { group, username, removed: true }, `Removed ${username} from group ${group}.`);
     },
   },

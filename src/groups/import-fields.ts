@@ -12,7 +12,7 @@ const GROUP_FIELDS = new Set(['id', 'name', 'description', 'short_description', 
  * Why a string cannot be stored and read back exactly, or null: SQLite's text ends at U+0000 when
  * read, and a lone surrogate has no UTF-8 form (it would come back as U+FFFD).
  */
-function unstorableText(value: string): string | null {
+export function unstorableText(value: string): string | null {
   if (value.includes('\u0000')) return 'may not contain U+0000';
   if (!value.isWellFormed()) return 'must be well-formed Unicode (no lone surrogates)';
   return null;

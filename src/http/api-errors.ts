@@ -54,6 +54,29 @@ export const API_ERRORS = {
     status: 403,
     detail: 'Your organisation turns password sign-in off once you have a passkey.',
   },
+  // contract §13: joining and running a group.
+  PERMISSION_DENIED: {
+    code: 'PERMISSION_DENIED',
+    status: 403,
+    detail: 'You do not have permission to perform this action.',
+  },
+  LAST_ADMINISTRATOR: {
+    code: 'LAST_ADMINISTRATOR',
+    status: 409,
+    detail: 'A group needs an administrator: make someone else one first.',
+  },
+  DIRECTORY_MANAGED: {
+    code: 'DIRECTORY_MANAGED',
+    status: 409,
+    detail: "This group's members are managed by the directory.",
+  },
+  NOT_A_TRANSITION: {
+    code: 'NOT_A_TRANSITION',
+    status: 409,
+    detail: 'Only a member can be made an administrator: approve the request first.',
+  },
+  // DRF's PageNumberPagination: a page number that is not one, or past the last page.
+  INVALID_PAGE: { code: 'INVALID_PAGE', status: 404, detail: 'Invalid page.' },
 } as const satisfies Record<string, ApiErrorSpec>;
 
 /** The errors whose message names something from the request: DRF's wording, filled in by the builders below. */

@@ -56,9 +56,56 @@ describe('/api/schema', () => {
       '/api/auth/sessions/{id}': ['delete'],
       '/api/group': ['get'],
       '/api/group/{id}': ['get'],
+      // contract §13: joining and running a group.
+      '/api/group/{id}/members': ['get'],
+      '/api/group/{id}/members/{username}': ['delete', 'put'],
+      '/api/group/{id}/membership': ['delete', 'post'],
+      '/api/group/{id}/texts': ['patch'],
+      '/api/groups': ['get'],
       '/healthz': ['get'],
       '/readyz': ['get'],
     });
+  });
+
+  test('the schemas of contract §13 name their fields, statuses and errors', () => {
+    const paths = doc['paths'];
+    const json = (
+      op: { responses: Record<string, { content: Record<string, { schema: unknown }> }> },
+      status: string,
+    ) => op.responses[status]?.content['application/json']?.schema as Record<string, unknown>;
+    const search = json(paths['/api/groups']['get'], '200');
+    assert.deepEqual(search['required'], ['count', 'next', 'previous', 'results']);
+    const hit = (search['properties'] as Record<string, { items: { properties: object } }>)['results']!.items;
+    assert.deepEqual(Object.keys(hit.properties).sort(), [
+      'id',
+      'member_status',
+      'name',
+      'short_description',
+      'type',
+    ]);
+    assert.deepEqual(Object.keys(paths['/api/group/{id}/membership']['post']['responses']).sort(), [
+      '200',
+      '201',
+      '403',
+      '404',
+      '503',
+    ]);
+    assert.ok(paths['/api/group/{id}/membership']['delete']['responses']['409']);
+    assert.deepEqual(json(paths['/api/group/{id}/members/{username}']['put'], '409')['properties'], {
+      detail: { type: 'string', examples: ['A group needs an administrator: make someone else one first.'] },
+    });
+    const member = json(paths['/api/group/{id}/members']['get'], '200');
+    assert.deepEqual(Object.keys((member['items'] as { properties: object }).properties).sort(), [
+      'member_status',
+      'since',
+      'username',
+    ]);
+    const texts = paths['/api/group/{id}/texts']['patch'];
+    assert.deepEqual(Object.keys(texts.requestBody.content['application/json'].schema.properties).sort(), [
+      'activities',
+      'description',
+      'short_description',
+    ]);
   });
 
   test('the group schemas are the ones the responses are serialized with', () => {

@@ -70,14 +70,21 @@ interface Run {
   readonly code: number;
   readonly out: string[];
   readonly err: string[];
+  /** The JSON log lines (the audit lines of contract §13's membership changes among them). */
+  readonly logs: Record<string, unknown>[];
 }
 
-/** Runs the CLI in this process, collecting what it prints. */
+/** Runs the CLI in this process, collecting what it prints and logs. */
 async function cli(env: Record<string, string>, ...argv: string[]): Promise<Run> {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runCli(argv, env, { out: (text) => out.push(text), err: (text) => err.push(text) });
-  return { code, out, err };
+  const logs: Record<string, unknown>[] = [];
+  const code = await runCli(argv, env, {
+    out: (text) => out.push(text),
+    err: (text) => err.push(text),
+    log: (line) => logs.push(JSON.parse(line) as Record<string, unknown>),
+  });
+  return { code, out, err, logs };
 }
 
 function assertUsage(run: Run, what: string) {
@@ -357,7 +364,30 @@ describe('clubhouse in-process (runCli)', () => {
       username: 'bob',
       status: 0,
     });
-    assertOk(await cli(env, 'member', 'remove', '2', 'ALICE'), ['Removed alice from group 2.']);
+    // contract §13: the last administrator goes only with --force; the rules are the API's.
+    assertFailure(
+      await cli(env, 'member', 'remove', '2', 'ALICE'),
+      'alice in group 2: a group needs an administrator: make someone else one first (or --force)',
+      'the last administrator',
+    );
+    assertFailure(
+      await cli(env, 'member', 'set', '2', 'alice', '1'),
+      'alice in group 2: a group needs an administrator: make someone else one first (or --force)',
+      'the last administrator demoted',
+    );
+    const removed = await cli(env, 'member', 'remove', '2', 'ALICE', '--force');
+    assertOk(removed, ['Removed alice from group 2.']);
+    assert.deepEqual(
+      removed.logs
+        .filter((line) => line['audit'] === 'membership')
+        .map(({ actor, group, username, from, to, force }) => ({ actor, group, username, from, to, force })),
+      [{ actor: 'clubhouse command', group: 2, username: 'alice', from: 2, to: -1, force: true }],
+    );
+    assertFailure(
+      await cli(env, 'member', 'remove', '2', 'alice'),
+      'alice has no membership in group 2',
+      'removed twice',
+    );
     const users = parseOnly(await cli(env, 'user', 'list', '--json')) as {
       username: string;
       active: boolean;

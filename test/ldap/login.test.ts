@@ -23,7 +23,10 @@ import {
   startSlapd,
 } from '../helpers/slapd.ts';
 
+/** The deadline the tests of a directory that never answers wait out. */
 const TIMEOUT_MS = 1500;
+/** Every other test's deadline: a directory on a machine loaded by other suites answers late. */
+const ANSWER_MS = 15_000;
 
 let slapd: Slapd;
 before(async () => {
@@ -44,7 +47,7 @@ function direct(overrides: Partial<LdapSettings> = {}): LdapSettings {
     bindPassword: null,
     baseDn: null,
     userFilter: '(uid={username})',
-    timeoutMs: TIMEOUT_MS,
+    timeoutMs: ANSWER_MS,
     maxConcurrency: 4,
     queueLimit: 10,
     ...overrides,
@@ -184,7 +187,11 @@ describe('LDAP outages and misconfigurations answer within the deadline and leav
         p.setFault({ kind: 'stall' });
         const url = `${security === 'tls' ? 'ldaps' : 'ldap'}://localhost:${p.port}`;
         const reference = referenceTimer(TIMEOUT_MS);
-        const answer = await login(search({ url, security }), 'alice', directoryUser('alice').password);
+        const answer = await login(
+          search({ url, security, timeoutMs: TIMEOUT_MS }),
+          'alice',
+          directoryUser('alice').password,
+        );
         firedAtAnswer = reference.fired;
         reference.cancel();
         return answer;
@@ -269,7 +276,9 @@ describe('the LDAP backend behind the shared guard (cap, queue, breaker)', () =>
   test('beyond the cap, attempts wait in the bounded queue; a full queue fails at once', async () => {
     const proxy = await startFaultProxy(slapd.tlsPort);
     proxy.setFault({ kind: 'stall' });
-    const backend = createBackend(spec(proxy.port, { maxConcurrency: 1, queueLimit: 1 }));
+    const backend = createBackend(
+      spec(proxy.port, { maxConcurrency: 1, queueLimit: 1, timeoutMs: TIMEOUT_MS }),
+    );
     try {
       const first = backend.verify('alice', 'one', '127.0.0.1');
       const second = backend.verify('alice', 'two', '127.0.0.1');

@@ -91,7 +91,7 @@ after(async () => {
   await Promise.all(running.map((demo) => demo.stop('SIGTERM')));
 });
 
-/** The README's curl lines: alice logs in with her password and lists her groups. */
+/** The README's curl lines: alice logs in with her password and lists her groups (and the request waiting in one). */
 async function passwordWalk(url: string) {
   const person = browser();
   try {
@@ -105,6 +105,13 @@ async function passwordWalk(url: string) {
     const groups = await person.request(`${url}/api/group/`);
     assert.equal(groups.status, 200);
     assert.ok(groups.text.includes(ALICE_GROUP), groups.text);
+    // contract §13: a newcomer sees the whole loop: alice has a request to decide in her group.
+    const members = await person.request(`${url}/api/group/1/members`);
+    assert.equal(members.status, 200, members.text);
+    const rows = (JSON.parse(members.text) as { username: string; member_status: number }[]).map(
+      (row) => `${row.username}:${row.member_status}`,
+    );
+    assert.deepEqual(rows, ['carol:0', 'alice:2', 'bob:1']);
     const wrong = await browser().request(`${url}/api/auth/login`, {
       method: 'POST',
       json: { username: 'alice', password: 'not-her-password' },

@@ -38,6 +38,8 @@ export type ApiResult<T> =
       readonly detail: string;
       /** Seconds from `Retry-After` (or the 429 detail's "N seconds"), when the server gave one. */
       readonly retryAfter: number | null;
+      /** A 400's DRF field errors (`{"field": ["message"]}`), else null. */
+      readonly fields: Readonly<Record<string, readonly string[]>> | null;
     };
 
 /** The `csrftoken` cookie, read fresh each time: login rotates it (contract §2). */
@@ -49,8 +51,9 @@ function csrfToken(): string | null {
   return null;
 }
 
-async function request<T>(
-  method: 'GET' | 'POST' | 'DELETE',
+/** One same-origin API call; every method but GET sends the CSRF token (contract §7). */
+export async function request<T>(
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
   path: string,
   body?: unknown,
 ): Promise<ApiResult<T>> {
@@ -72,7 +75,7 @@ async function request<T>(
       cache: 'no-store',
     });
   } catch {
-    return { ok: false, status: 0, detail: '', retryAfter: null };
+    return { ok: false, status: 0, detail: '', retryAfter: null, fields: null };
   }
   let data: unknown = null;
   try {
@@ -85,7 +88,24 @@ async function request<T>(
     typeof data === 'object' && data !== null && typeof (data as { detail?: unknown }).detail === 'string'
       ? (data as { detail: string }).detail
       : '';
-  return { ok: false, status: response.status, detail, retryAfter: retryAfterOf(response, detail) };
+  return {
+    ok: false,
+    status: response.status,
+    detail,
+    retryAfter: retryAfterOf(response, detail),
+    fields: response.status === 400 ? fieldErrorsOf(data) : null,
+  };
+}
+
+/** DRF's field errors: an object whose every value is a list of strings. */
+function fieldErrorsOf(data: unknown): Record<string, readonly string[]> | null {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return null;
+  const fields: Record<string, readonly string[]> = {};
+  for (const [name, messages] of Object.entries(data)) {
+    if (!Array.isArray(messages) || !messages.every((message) => typeof message === 'string')) return null;
+    fields[name] = messages as string[];
+  }
+  return Object.keys(fields).length === 0 ? null : fields;
 }
 
 function retryAfterOf(response: Response, detail: string): number | null {

@@ -15,10 +15,11 @@ import {
   signInMethods,
 } from './api.ts';
 import { h } from './dom.ts';
+import { findGroupsPage, queryFromAddress, runSearch } from './find-groups.ts';
+import { groupView } from './group-page.ts';
 import { sessionsPage } from './sessions-view.ts';
 import { type Failure, failureText, loginErrorText } from './text.ts';
 import {
-  groupPage,
   groupsPage,
   type LoginFailure,
   loading,
@@ -31,6 +32,7 @@ import {
 type Route =
   | { readonly page: 'groups' }
   | { readonly page: 'sessions' }
+  | { readonly page: 'find' }
   | { readonly page: 'group'; readonly id: number }
   | { readonly page: 'unknown' };
 
@@ -39,6 +41,7 @@ const GROUP_PATH = /^\/group\/(\d{1,10})\/?$/;
 function routeOf(path: string): Route {
   if (path === '/' || path === '') return { page: 'groups' };
   if (path === '/sessions' || path === '/sessions/') return { page: 'sessions' };
+  if (path === '/groups' || path === '/groups/') return { page: 'find' };
   const match = GROUP_PATH.exec(path);
   return match === null ? { page: 'unknown' } : { page: 'group', id: Number(match[1]) };
 }
@@ -167,7 +170,9 @@ async function showPage(focus: boolean, status?: string): Promise<void> {
           ? 'Loading your groups…'
           : route.page === 'sessions'
             ? 'Loading where you are signed in…'
-            : 'Loading the group…',
+            : route.page === 'find'
+              ? 'Searching the groups…'
+              : 'Loading the group…',
       ),
     );
     mount('Loading', ...frame.nodes);
@@ -188,10 +193,15 @@ async function showPage(focus: boolean, status?: string): Promise<void> {
       };
       if (result.ok) paint('Where you’re signed in', sessionsPage(result.data, actions, status));
       else showFailure(result, paint);
+    } else if (route.page === 'find') {
+      const { query, result } = await runSearch(queryFromAddress(location.search));
+      if (mine !== generation) return;
+      if (result.ok) paint('Find a group', findGroupsPage(query, result.data, { sessionEnded }));
+      else showFailure(result, paint);
     } else {
       const result = await getGroup(route.id);
       if (mine !== generation) return;
-      if (result.ok) paint(result.data.name, groupPage(result.data));
+      if (result.ok) paint(result.data.name, groupView(result.data, { username: user, sessionEnded }));
       else showFailure(result, paint);
     }
   } finally {

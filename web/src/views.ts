@@ -1,8 +1,8 @@
 // The pages, built as DOM nodes: login, the logged-in frame, my groups, one group, and the
 // not-found / unavailable states. They hold no state; app.ts decides which one to show.
-import { type Group, type GroupDetail, providerStartUrl, type SignInMethods } from './api.ts';
+import { type Group, providerStartUrl, type SignInMethods } from './api.ts';
 import { h } from './dom.ts';
-import { groupTypeLabel, memberStatusLabel } from './text.ts';
+import { groupTypeLabel } from './text.ts';
 
 /** Why a login failed, in words; `wrongPassword` clears the password field and focuses it. */
 export interface LoginFailure {
@@ -161,7 +161,17 @@ export function loggedInFrame(
     h(
       'div',
       { class: 'topbar-inner' },
-      h('a', { class: 'brand', href: '/' }, 'clubhouse'),
+      h(
+        'div',
+        { class: 'topbar-start' },
+        h('a', { class: 'brand', href: '/' }, 'clubhouse'),
+        // contract §13: every group, for finding one to join.
+        h(
+          'nav',
+          { 'aria-label': 'Groups' },
+          h('a', { class: 'account-link', href: '/groups' }, 'Find a group'),
+        ),
+      ),
       h(
         'div',
         { class: 'account' },
@@ -200,6 +210,7 @@ export function groupsPage(groups: readonly Group[]): Node[] {
         { class: 'card empty' },
         h('p', { class: 'empty-title' }, 'You are not a member of any group yet.'),
         h('p', {}, 'Once a group administrator accepts you, the group shows up here.'),
+        h('p', {}, h('a', { href: '/groups' }, 'Find a group to join')),
       ),
     ];
   }
@@ -223,28 +234,6 @@ export function groupsPage(groups: readonly Group[]): Node[] {
   ];
 }
 
-/** One group: what it is, what it takes to join, what it does, and where the caller stands. */
-export function groupPage(group: GroupDetail): Node[] {
-  const status = group.member_status;
-  return [
-    backLink(),
-    h('div', { class: 'group-head' }, pageHeading(group.name), typeBadge(group.type)),
-    h(
-      'p',
-      { class: 'membership' },
-      'Your membership: ',
-      h('span', { class: `badge badge-status-${status < 0 ? 'none' : status}` }, memberStatusLabel(status)),
-    ),
-    h(
-      'div',
-      { class: 'card details' },
-      section('About', group.description),
-      section('Requirement to join', group.short_description),
-      section('Activities', group.activities),
-    ),
-  ];
-}
-
 /** The page for a path or group that does not exist. */
 export function notFoundPage(what: string): Node[] {
   return [backLink(), pageHeading('Not found'), h('p', { class: 'lead' }, what)];
@@ -257,15 +246,18 @@ export function unavailablePage(message: string, retry: () => void): Node[] {
   return [pageHeading('Service unavailable'), h('p', { class: 'alert', role: 'alert' }, message), button];
 }
 
-function backLink(): HTMLElement {
+/** "← My groups", at the top of a group's page. */
+export function backLink(): HTMLElement {
   return h('p', { class: 'back' }, h('a', { class: 'back-link', href: '/' }, '← My groups'));
 }
 
-function typeBadge(type: number): HTMLElement {
+/** contract §4: the group's type as a badge. */
+export function typeBadge(type: number): HTMLElement {
   return h('span', { class: `badge badge-type-${type === 1 ? 1 : 0}` }, groupTypeLabel(type));
 }
 
-function section(title: string, text: string): HTMLElement {
+/** One of a group's texts under its heading, or "Not given." */
+export function detailSection(title: string, text: string): HTMLElement {
   return h(
     'section',
     { class: 'detail' },

@@ -2,7 +2,8 @@
 // plan out. The store writes the plan in the transaction that read the state (store/sql/group-sync.ts),
 // so what a dry run prints is what a real run on the same data does.
 // - A synced group is known by its directory identity: a rename or a move keeps its id.
-// - Its fields and its members (1) and administrators (2) follow the directory; pending requests
+// - Its fields and its members (1) and administrators (2) follow the directory (a text that no
+//   attribute fills is left as clubhouse has it: its administrators edit it, contract §13); pending requests
 //   (0) recorded in clubhouse are kept, unless the directory now names that user.
 // - Groups created in clubhouse are never touched, and their names are never taken.
 // - A synced group gone from the directory is removed with its memberships, or kept (--keep-removed).
@@ -110,9 +111,12 @@ export function planGroupSync(
       continue;
     }
     idOf.set(group.externalId, current.id);
-    if (!sameFields(current, group.fields)) {
+    // contract §13: a text no attribute fills is the group administrators' to keep.
+    const fields = { ...group.fields };
+    for (const field of group.unmapped) fields[field] = current[field];
+    if (!sameFields(current, fields)) {
       before.set(current.id, current);
-      changeGroups.push({ ...group.fields, id: current.id, externalId: group.externalId });
+      changeGroups.push({ ...fields, id: current.id, externalId: group.externalId });
     }
   }
   // contract §11: new groups take free ids (the one rule, store/group-ids.ts); the ids of groups

@@ -16,6 +16,11 @@ export interface WantedGroup {
   readonly fields: Omit<Group, 'id'>;
   /** Canonical username → 1 (member) or 2 (administrator: an owner). */
   readonly members: ReadonlyMap<string, 1 | 2>;
+  /**
+   * The texts no attribute fills (the settings name none): contract §13 leaves them to the group's
+   * administrators, so a synced group keeps what it has (a new one starts empty).
+   */
+  readonly unmapped: readonly ('short_description' | 'activities')[];
 }
 
 /** The directory's answer made ready to plan against any state (see prepareDirectory). */
@@ -98,8 +103,8 @@ export function prepareDirectory(
       {
         name: record.name,
         description: record.description,
-        short_description: record.shortDescription,
-        activities: record.activities,
+        short_description: record.shortDescription ?? '',
+        activities: record.activities ?? '',
         type: record.classroom ? 1 : 0,
       },
       'group',
@@ -128,7 +133,15 @@ export function prepareDirectory(
     };
     for (const raw of record.members) add(raw, 1);
     for (const raw of record.owners) add(raw, 2);
-    wanted.push({ externalId: record.externalId, dn: record.dn, fields, members });
+    const unmapped = (
+      [
+        ['short_description', record.shortDescription],
+        ['activities', record.activities],
+      ] as const
+    )
+      .filter(([, value]) => value === null)
+      .map(([field]) => field);
+    wanted.push({ externalId: record.externalId, dn: record.dn, fields, members, unmapped });
   }
   return { wanted, refused, skipped, usernames: [...usernames].sort(byCodePoint) };
 }

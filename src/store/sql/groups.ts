@@ -5,7 +5,9 @@ import { freeGroupIds } from '../group-ids.ts';
 import type { Group, GroupStore, ImportData, Membership, NewGroup } from '../group-types.ts';
 import { MAX_GROUP_ID } from '../limits.ts';
 import { change, type Dialect, type SqlDriver, type Steps, select } from './driver.ts';
+import { fillSearchText, searchGroups, searchTextMissing } from './group-search.ts';
 import { importData, writeMemberships } from './import-data.ts';
+import { changeMembership, changeTexts, members } from './memberships.ts';
 import { GROUP_COLUMNS, toExportedUser, toGroup, toGroupDetail, toMembership } from './rows.ts';
 
 /**
@@ -120,5 +122,14 @@ export function sqlGroupStore({ run, dialect }: SqlDriver): GroupStore {
       changed('DELETE FROM memberships WHERE group_id = $1 AND username = $2', [group, username]),
     importData: (data) => run(importData(dialect, data, Date.now()), 'bulk'),
     exportData: () => run(exportData(dialect), 'snapshot'),
+    changeMembership: (change, decide) => run(changeMembership(dialect, change, decide, Date.now()), 'write'),
+    members: (group, actor, status) => run(members(dialect, group, actor, status), 'snapshot'),
+    changeTexts: (group, actor, texts, refuse) =>
+      run(changeTexts(dialect, group, actor, texts, refuse), 'write'),
+    search: async (query) => {
+      // A group new or edited since the last search is folded first (group-search.ts).
+      if (await run(searchTextMissing())) await run(fillSearchText(dialect), 'write');
+      return run(searchGroups(dialect, query), 'snapshot');
+    },
   };
 }

@@ -21,8 +21,9 @@ export interface GroupFields {
   /** `cn`'s first value; '' when absent. */
   readonly name: string;
   readonly description: string;
-  readonly shortDescription: string;
-  readonly activities: string;
+  /** null when the settings name no attribute for the field (contract §13: clubhouse's to edit). */
+  readonly shortDescription: string | null;
+  readonly activities: string | null;
 }
 
 export interface GroupEntry extends GroupFields {
@@ -72,7 +73,12 @@ export function readGroupEntry(
 ): GroupEntry | { readonly reason: string } {
   let externalId: string | null = null;
   let ranged = false;
-  const first = { cn: '', description: '', short: '', activities: '' };
+  const first = {
+    cn: '',
+    description: '',
+    short: types.shortDescription === null ? null : '',
+    activities: types.activities === null ? null : '',
+  } as { cn: string; description: string; short: string | null; activities: string | null };
   let members: string[] = [];
   let uniqueMembers: string[] = [];
   let memberUids: string[] = [];
