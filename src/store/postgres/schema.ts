@@ -174,73 +174,25 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
         RETURN NEW;
       END $$;
       CREATE TRIGGER memberships_since BEFORE UPDATE OF status ON memberships FOR EACH ROW
-        WHEN (OLD.status IS DISTINCT FROM NEW.status AND OLD.since IS NOT DISTINCT FROM NEW.since;
-)
-        EXECUTE FUNCTION membership_since()
+        WHEN (OLD.status IS DISTINCT FROM NEW.status AND OLD.since IS NOT DISTINCT FROM NEW.since)
+        EXECUTE FUNCTION membership_since();
 
---The;
-group;
-search;
-'s folded text (sql/group-search.ts), cleared when what it folds changes.
-      ALTER TABLE groups ADD COLUMN search_text text
-CREATE;
-INDEX;
-groups_unsearched;
-ON;
-groups(id);
-WHERE;
-search_text;
-IS;
-NULL;
-CREATE;
-FUNCTION;
-group_search_text_stale();
-RETURNS;
-trigger;
-LANGUAGE;
-plpgsql;
-AS;
-$$;
-BEGIN;
-NEW.search_text;
-:= NULL
-RETURN;
-NEW;
-END;
-$$;
-CREATE;
-TRIGGER;
-groups_search_text_stale;
-BEFORE;
-UPDATE;
-OF;
-name, short_description, description;
-ON;
-groups;
-FOR;
-EACH;
-ROW;
-WHEN (OLD.name IS DISTINCT FROM NEW.name
+      -- The group search's folded text (sql/group-search.ts), cleared when what it folds changes.
+      ALTER TABLE groups ADD COLUMN search_text text;
+      CREATE INDEX groups_unsearched ON groups (id) WHERE search_text IS NULL;
+      CREATE FUNCTION group_search_text_stale() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        NEW.search_text := NULL;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER groups_search_text_stale BEFORE UPDATE OF name, short_description, description ON groups
+        FOR EACH ROW WHEN (OLD.name IS DISTINCT FROM NEW.name
           OR OLD.short_description IS DISTINCT FROM NEW.short_description
           OR OLD.description IS DISTINCT FROM NEW.description)
-EXECUTE;
-FUNCTION;
-group_search_text_stale();
-CREATE;
-TRIGGER;
-groups_search_text_insert;
-BEFORE;
-INSERT;
-ON;
-groups;
-FOR;
-EACH;
-ROW;
-WHEN (NEW.search_text IS NOT NULL)
-EXECUTE;
-FUNCTION;
-group_search_text_stale();
-`,
+        EXECUTE FUNCTION group_search_text_stale();
+      CREATE TRIGGER groups_search_text_insert BEFORE INSERT ON groups FOR EACH ROW
+        WHEN (NEW.search_text IS NOT NULL) EXECUTE FUNCTION group_search_text_stale();
+    `,
   },
 ];
 
@@ -295,26 +247,7 @@ async function setRoleTimeouts(client: pg.Client): Promise<void> {
   for (const setting of ['statement_timeout', 'lock_timeout'] as const) {
     // Whole numbers from our own constant: nothing outside reaches this text.
     await client.query(
-      `;
-ALTER;
-ROLE;
-CURRENT_USER;
-IN;
-DATABASE;
-$;
-{
-  database;
-}
-SET;
-$;
-{
-  setting;
-}
-= $
-{
-  Number(POOL_SETTINGS[setting]);
-}
-`,
+      `ALTER ROLE CURRENT_USER IN DATABASE ${database} SET ${setting} = ${Number(POOL_SETTINGS[setting])}`,
     );
   }
 }

@@ -243,145 +243,39 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     version: 11,
     name: 'joining and running a group',
     sql: `
-      -- contract §13: when a membership took its status (a request made, approved, promoted;
-), shown
+      -- contract §13: when a membership took its status (a request made, approved, promoted), shown
       -- to the group's administrators. Written by the service (sql/memberships.ts), and set by these
-      -- triggers when a writer leaves it out (an
-import
-, the sync, a merge, an operator's sqlite3
-      -- shell)
-NULL;
-for rows older than this
-version.ALTER;
-TABLE;
-memberships;
-ADD;
-COLUMN;
-since;
-INTEGER;
-CREATE;
-TRIGGER;
-memberships_since_insert;
-AFTER;
-INSERT;
-ON;
-memberships;
-WHEN;
-new.since
-IS;
-NULL;
-BEGIN;
-UPDATE;
-memberships;
-SET;
-since = $;
-{
-  SQLITE_NOW_MS;
-}
-WHERE;
-username = new.username;
-AND;
-group_id = new.group_id;
-END;
-CREATE;
-TRIGGER;
-memberships_since_update;
-AFTER;
-UPDATE;
-OF;
-status;
-ON;
-memberships;
-WHEN;
-old.status;
-IS;
-NOT;
-new.status
-AND;
-old.since;
-IS;
-new.since
-BEGIN;
-UPDATE;
-memberships;
-SET;
-since = $;
-{
-  SQLITE_NOW_MS;
-}
-WHERE;
-username = new.username;
-AND;
-group_id = new.group_id;
-END;
+      -- triggers when a writer leaves it out (an import, the sync, a merge, an operator's sqlite3
+      -- shell); NULL for rows older than this version.
+      ALTER TABLE memberships ADD COLUMN since INTEGER;
+      CREATE TRIGGER memberships_since_insert AFTER INSERT ON memberships WHEN new.since IS NULL
+      BEGIN
+        UPDATE memberships SET since = ${SQLITE_NOW_MS}
+          WHERE username = new.username AND group_id = new.group_id;
+      END;
+      CREATE TRIGGER memberships_since_update AFTER UPDATE OF status ON memberships
+        WHEN old.status IS NOT new.status AND old.since IS new.since
+      BEGIN
+        UPDATE memberships SET since = ${SQLITE_NOW_MS}
+          WHERE username = new.username AND group_id = new.group_id;
+      END;
 
---contract;
-§13: the group search's folded text (sql/group-search.ts), written by the service;
+      -- contract §13: the group search's folded text (sql/group-search.ts), written by the service;
       -- NULL until then. Any change of what it folds clears it, whoever writes it, and the partial
       -- index finds the rows to fold again.
-      ALTER TABLE groups ADD COLUMN search_text TEXT
-CREATE;
-INDEX;
-groups_unsearched;
-ON;
-groups(id);
-WHERE;
-search_text;
-IS;
-NULL;
-CREATE;
-TRIGGER;
-groups_search_text_stale;
-AFTER;
-UPDATE;
-OF;
-name, short_description, description;
-ON;
-groups;
-WHEN;
-old.name;
-IS;
-NOT;
-new.name
-OR;
-old.short_description;
-IS;
-NOT;
-new.short_description
-OR;
-old.description;
-IS;
-NOT;
-new.description
-BEGIN;
-UPDATE;
-groups;
-SET;
-search_text = NULL;
-WHERE;
-id = new.id;
-END;
-CREATE;
-TRIGGER;
-groups_search_text_insert;
-AFTER;
-INSERT;
-ON;
-groups;
-WHEN;
-new.search_text
-IS;
-NOT;
-NULL;
-BEGIN;
-UPDATE;
-groups;
-SET;
-search_text = NULL;
-WHERE;
-id = new.id;
-END;
-`,
+      ALTER TABLE groups ADD COLUMN search_text TEXT;
+      CREATE INDEX groups_unsearched ON groups (id) WHERE search_text IS NULL;
+      CREATE TRIGGER groups_search_text_stale AFTER UPDATE OF name, short_description, description ON groups
+        WHEN old.name IS NOT new.name OR old.short_description IS NOT new.short_description
+          OR old.description IS NOT new.description
+      BEGIN
+        UPDATE groups SET search_text = NULL WHERE id = new.id;
+      END;
+      CREATE TRIGGER groups_search_text_insert AFTER INSERT ON groups WHEN new.search_text IS NOT NULL
+      BEGIN
+        UPDATE groups SET search_text = NULL WHERE id = new.id;
+      END;
+    `,
   },
 ];
 
