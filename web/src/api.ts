@@ -48,6 +48,11 @@ export interface PasskeyInfo {
   /** Backed up to a cloud keychain (the authenticator's backup-state flag). */
   readonly synced: boolean;
   readonly transports: readonly string[];
+  /**
+   * contract §12: a sign-in showed a signature counter that did not move forward (a copied
+   * authenticator), and was refused; the passkey is marked so its owner sees it.
+   */
+  readonly cloned?: boolean;
 }
 
 /** GET /api/auth/passkeys/settings (contract §12). */

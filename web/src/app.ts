@@ -107,14 +107,37 @@ async function showLogin(notice?: string): Promise<void> {
   const error = signInFailed ? 'Signing in at your organisation did not work. Please try again.' : undefined;
   signInFailed = false;
   const next = `${location.pathname}${location.search}`;
-  const passkey = offered === null || passkeysOn === false ? undefined : () => passkeySignIn(null);
-  const view = loginPage({ notice, error, submit, methods: known, next, passkey });
+  let fresh = offered?.ok === true ? offered.data : null;
+  // The autofill waits for a passkey picked in the username field, until the page moves on or the
+  // button's prompt replaces it; once the button's prompt ends without a sign-in, it is offered again.
+  const autofill = async () => {
+    if (!(await passkeyAutofillHere()) || mine !== generation) return;
+    let options = fresh;
+    fresh = null;
+    if (options === null) {
+      const again = await passkeyAuthenticationOptions();
+      if (!again.ok || mine !== generation) return;
+      options = again.data;
+    }
+    const failure = await passkeySignIn(options);
+    if (failure !== null && mine === generation) view.passkeyFailed(failure);
+  };
+  const button = async () => {
+    const failure = await passkeySignIn(null);
+    if (failure !== null && mine === generation) void autofill();
+    return failure;
+  };
+  const view = loginPage({
+    notice,
+    error,
+    submit,
+    methods: known,
+    next,
+    passkey: offered === null || passkeysOn === false ? undefined : button,
+  });
   mount('Sign in', view.main);
   view.focus.focus();
-  if (offered?.ok === true && (await passkeyAutofillHere()) && mine === generation) {
-    const failure = await passkeySignIn(offered.data);
-    if (failure !== null && mine === generation) view.passkeyFailed(failure);
-  }
+  if (fresh !== null) void autofill();
 }
 
 async function submit(username: string, password: string): Promise<LoginFailure | null> {
@@ -146,7 +169,9 @@ async function passkeySignIn(
     return null;
   }
   if (outcome.kind === 'browser') {
-    const message = passkeyRefusalText(outcome.refusal, false);
+    // The autofill's ends are not the person's doing worth a word (no passkey here for this site
+    // ends it at once): only the button's prompt says why it ended.
+    const message = autofill === null ? passkeyRefusalText(outcome.refusal, false) : null;
     return message === null ? null : { message, wrongPassword: false };
   }
   if (outcome.failure.status === 404) passkeysOn = false;

@@ -8,7 +8,7 @@ import { deviceLabel, whenText } from './text.ts';
 import { pageHeading } from './views.ts';
 
 /** The longest name the form takes (the server checks its own limit and says so). */
-const NAME_MAX = 64;
+const NAME_MAX = 100;
 
 export interface PasskeyActions {
   /** Creates a passkey named `name`; the button is disabled while the ceremony runs. */
@@ -161,6 +161,13 @@ function passkeyCard(passkey: PasskeyInfo, actions: PasskeyActions): HTMLElement
         passkey.synced ? 'Synced' : 'On one device',
       ),
     ),
+    passkey.cloned === true
+      ? h(
+          'p',
+          { class: 'alert' },
+          'A sign-in with this passkey was refused: its counter went backwards, so it may have been copied. If you did not copy it, delete it and create a new one.',
+        )
+      : null,
     h(
       'dl',
       { class: 'session-facts' },
@@ -262,16 +269,17 @@ function passwordCard(data: PasskeysPageData, actions: PasskeyActions): HTMLElem
 }
 
 function passwordHelp({ settings, passkeys }: PasskeysPageData): string {
+  // Without a passkey the switch is locked whoever decides (can_change is false either way).
+  if (passkeys.length === 0 && settings.password_sign_in)
+    return 'Create a passkey first. Then password sign-in can be turned off, and clubhouse no longer accepts your mail password.';
   if (!settings.can_change) {
     return settings.password_sign_in
-      ? 'Your organisation turns password sign-in off as soon as you create a passkey.'
+      ? 'Your organisation decides whether your mail password signs you in here.'
       : 'Your organisation has turned password sign-in off for accounts with a passkey: sign in with a passkey. Deleting your last passkey turns password sign-in back on.';
   }
   if (!settings.password_sign_in)
     return 'Off: clubhouse refuses your mail password, even the right one, so a phished password does not open your account here. Sign in with a passkey. Deleting your last passkey turns password sign-in back on.';
-  return passkeys.length === 0
-    ? 'Create a passkey first. Then you can turn password sign-in off, and clubhouse no longer accepts your mail password.'
-    : 'Once your passkey works, turn this off: clubhouse then refuses your mail password, even the right one, so a phished password no longer opens your account here.';
+  return 'Once your passkey works, turn this off: clubhouse then refuses your mail password, even the right one, so a phished password no longer opens your account here.';
 }
 
 export interface OfferActions {
