@@ -24,7 +24,7 @@ import { type RunningServer, startServer } from '../../src/server.ts';
 import { ensureDebianPackage } from '../helpers/apt.ts';
 import { type Dovecot, startDovecot, testUser } from '../helpers/dovecot.ts';
 import { freePort } from '../helpers/ports.ts';
-import { type StoreData, storeOf, type TestStore } from '../helpers/stores.ts';
+import { SQLITE, STORES, type TestStore } from '../helpers/stores.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
@@ -39,16 +39,7 @@ const PHONE_UA =
 // Generous: Chromium on a loaded two-core machine can be slow; nothing here is a timing assertion.
 const ACTION_TIMEOUT_MS = 60_000;
 const TEST_TIMEOUT = { timeout: 600_000 };
-/**
- * The stores this walk runs on: the embedded one, PostgreSQL, and Redis sessions (where challenges
- * live) over each. PgBouncer adds nothing a browser could see beyond PostgreSQL's.
- */
-const WALK_STORES: readonly TestStore[] = [
-  storeOf('sqlite'),
-  storeOf('postgres'),
-  storeOf('redis'),
-  storeOf('redis-postgres'),
-];
+const SITE_TIMEOUT = { timeout: 300_000 };
 
 // The page's globals, as far as the functions run in the browser (page.evaluate) use them: the test
 // tsconfig has no DOM library.
@@ -189,7 +180,13 @@ interface Device {
  */
 async function openDevice(
   origin: Origin,
-  options: { viewport: typeof DESKTOP; userAgent: string; autofill: boolean },
+  options: {
+    viewport: typeof DESKTOP;
+    userAgent: string;
+    autofill: boolean;
+    /** With passkeys off, their endpoints' 404s are refusals by design too. */
+    passkeysOff?: boolean;
+  },
 ): Promise<Device> {
   assert.ok(browser !== undefined, 'browser launched');
   const context = await browser.newContext({
@@ -215,7 +212,11 @@ async function openDevice(
       message.text(),
     )?.[1];
     // Refusals by design: check's 403 when signed out, a refused login's 403.
-    const expectedRefusal = status === '403' && where.startsWith(`${origin.url}/api/auth/`);
+    const expectedRefusal =
+      (status === '403' && where.startsWith(`${origin.url}/api/auth/`)) ||
+      (options.passkeysOff === true &&
+        status === '404' &&
+        where.startsWith(`${origin.url}/api/auth/passkeys`));
     if (!expectedRefusal) problems.push(`console ${message.type()}: ${message.text()} (${where})`);
   });
   const cdp = await context.newCDPSession(page);
@@ -240,6 +241,22 @@ async function credentials(device: Device) {
   return found;
 }
 
+/**
+ * A synced passkey: the keychain carries it from one device to the other, its signature counter
+ * included (the server refuses a counter that does not move forward, contract §12).
+ */
+async function syncPasskey(from: Device, to: Device): Promise<void> {
+  const [key] = await credentials(from);
+  assert.ok(key !== undefined, 'a passkey to carry');
+  for (const held of await credentials(to)) {
+    await to.cdp.send('WebAuthn.removeCredential', {
+      authenticatorId: to.authenticatorId,
+      credentialId: held.credentialId,
+    });
+  }
+  await to.cdp.send('WebAuthn.addCredential', { authenticatorId: to.authenticatorId, credential: key });
+}
+
 async function expectHeading(page: Page, text: string): Promise<void> {
   await page.getByRole('heading', { level: 1, name: text, exact: true }).waitFor();
 }
@@ -255,9 +272,10 @@ async function textOf(page: Page, id: string): Promise<string> {
   return (await page.locator(`#${id}`).textContent()) ?? '';
 }
 
-async function screenshot(page: Page, name: string): Promise<void> {
+/** A screenshot for the README; `fullPage` for a page taller than the window. */
+async function screenshot(page: Page, name: string, fullPage = false): Promise<void> {
   await page.mouse.move(0, 0);
-  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), animations: 'disabled' });
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), animations: 'disabled', fullPage });
 }
 
 async function checkStatus(page: Page): Promise<number> {
@@ -295,55 +313,66 @@ function serverErrors(instances: readonly Instance[]): string[] {
   );
 }
 
-for (const store of WALK_STORES) {
-  describe(`web client: passkeys [${store.name}]`, () => {
-    let data: StoreData | undefined;
-    let instances: Instance[] = [];
-    let origin: Origin | undefined;
+/** The service as a browser meets it: a fresh store with the demo data, two instances, one origin. */
+interface Site {
+  readonly origin: Origin;
+  readonly instances: readonly Instance[];
+  close(): Promise<void>;
+}
 
-    before(
-      async () => {
-        assert.ok(dovecot !== undefined, 'Dovecot started');
-        data = await store.create();
-        const port = await freePort();
-        const env = {
-          ...data.env,
-          HOST: '127.0.0.1',
-          PORT: '0',
-          IMAP_HOST: 'localhost',
-          IMAP_PORT: String(dovecot.tlsPort),
-          IMAP_SECURITY: 'tls',
-          IMAP_CA_FILE: dovecot.caFile,
-          // contract §12: the relying party is PUBLIC_URL's host; localhost over http, as browsers allow.
-          PUBLIC_URL: `http://localhost:${port}`,
-          PASSKEYS: 'on',
-          LOG_LEVEL: 'warn',
-        };
-        const stores = await data.open();
-        try {
-          const demo = JSON.parse(readFileSync(DEMO_DATA, 'utf8')) as unknown;
-          const outcome = await applyImport(stores, demo, loadConfig(env).usernameCase);
-          assert.ok(outcome.ok, JSON.stringify(outcome));
-        } finally {
-          await stores.close();
-        }
-        instances = [await startInstance(env), await startInstance(env)];
-        origin = await startOrigin(port, instances[0]!.server, instances[1]!.server);
-      },
-      { timeout: 300_000 },
-    );
-
-    after(async () => {
-      await origin?.close();
+async function startSite(store: TestStore, settings: Record<string, string> = {}): Promise<Site> {
+  assert.ok(dovecot !== undefined, 'Dovecot started');
+  const data = await store.create();
+  const port = await freePort();
+  const env = {
+    ...data.env,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    IMAP_HOST: 'localhost',
+    IMAP_PORT: String(dovecot.tlsPort),
+    IMAP_SECURITY: 'tls',
+    IMAP_CA_FILE: dovecot.caFile,
+    // contract §12: the relying party is PUBLIC_URL's host; localhost over http, as browsers allow.
+    PUBLIC_URL: `http://localhost:${port}`,
+    PASSKEYS: 'on',
+    LOG_LEVEL: 'warn',
+    ...settings,
+  };
+  const stores = await data.open();
+  try {
+    const demo = JSON.parse(readFileSync(DEMO_DATA, 'utf8')) as unknown;
+    const outcome = await applyImport(stores, demo, loadConfig(env).usernameCase);
+    assert.ok(outcome.ok, JSON.stringify(outcome));
+  } finally {
+    await stores.close();
+  }
+  const instances = [await startInstance(env), await startInstance(env)] as const;
+  const origin = await startOrigin(port, instances[0].server, instances[1].server);
+  return {
+    origin,
+    instances,
+    async close() {
+      await origin.close();
       for (const instance of instances) await instance.server.close();
-      await data?.drop();
-    });
+      await data.drop();
+    },
+  };
+}
+
+for (const store of STORES) {
+  describe(`web client: passkeys [${store.name}]`, () => {
+    let site: Site | undefined;
+    before(async () => {
+      site = await startSite(store);
+    }, SITE_TIMEOUT);
+    after(() => site?.close());
 
     test(
       'create a passkey after a password sign-in, sign in with it (autofill, button), retire the password, delete it, the password again',
       TEST_TIMEOUT,
       async () => {
-        assert.ok(origin !== undefined, 'origin started');
+        assert.ok(site !== undefined, 'site started');
+        const { origin, instances } = site;
         const alice = testUser('alice');
         const screenshots = store.kind === 'sqlite';
         const laptop = await openDevice(origin, { viewport: DESKTOP, userAgent: LAPTOP_UA, autofill: true });
@@ -415,17 +444,12 @@ for (const store of WALK_STORES) {
           );
           assert.equal(await toggle.isChecked(), false);
           assert.equal(await page.evaluate(() => document.activeElement?.id), 'password-sign-in');
-          if (screenshots) await screenshot(page, 'passkeys');
+          if (screenshots) await screenshot(page, 'passkeys', true);
 
           // 7. The same passkey in a second browser (a phone, synced), which has no autofill: the
           // right mail password now gets 403, the button signs in.
-          const [key] = made;
-          assert.ok(key !== undefined);
           phone = await openDevice(origin, { viewport: PHONE, userAgent: PHONE_UA, autofill: false });
-          await phone.cdp.send('WebAuthn.addCredential', {
-            authenticatorId: phone.authenticatorId,
-            credential: key,
-          });
+          await syncPasskey(laptop, phone);
           const onPhone = phone.page;
           await onPhone.goto('/');
           await expectHeading(onPhone, 'Sign in');
@@ -444,11 +468,12 @@ for (const store of WALK_STORES) {
           await onPhone.getByRole('link', { name: 'Passkeys', exact: true }).click();
           await expectHeading(onPhone, 'Passkeys');
           assert.equal(await horizontalOverflow(onPhone), 0, 'the Passkeys page at phone width');
-          if (screenshots) await screenshot(onPhone, 'phone-passkeys');
+          if (screenshots) await screenshot(onPhone, 'phone-passkeys', true);
 
           // 8. Eleven minutes on, the laptop's session is too old to delete a passkey: the server says
           // so, and the page asks to sign in again; the autofill does, and the address comes back.
           clock.skew += PAST_RECENT_MS;
+          await syncPasskey(phone, laptop);
           page.once('dialog', (dialog) => void dialog.accept());
           await page.getByRole('button', { name: 'Delete Laptop' }).click();
           const again = page.getByRole('button', { name: 'Sign in again' });
@@ -509,3 +534,83 @@ for (const store of WALK_STORES) {
     );
   });
 }
+
+describe(`web client: the offer, and passkeys off [${SQLITE.name}]`, () => {
+  test(
+    '"Not now" removes the offer, focus goes to the page, and it is not made again on this browser',
+    TEST_TIMEOUT,
+    async () => {
+      const site = await startSite(SQLITE);
+      const laptop = await openDevice(site.origin, {
+        viewport: DESKTOP,
+        userAgent: LAPTOP_UA,
+        autofill: true,
+      });
+      try {
+        const page = laptop.page;
+        const bob = testUser('bob');
+        const [first] = site.origin.served;
+        await page.goto('/');
+        await signIn(page, bob.username, bob.password);
+        await expectHeading(page, 'My groups');
+        const offer = page.getByRole('region', { name: 'Sign in faster with a passkey' });
+        await offer.getByRole('button', { name: 'Not now' }).press('Enter');
+        await offer.waitFor({ state: 'detached' });
+        assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'My groups');
+        assert.equal(first.get('GET /api/auth/passkeys'), 1, 'the offer asked whether bob has a passkey');
+
+        await page.getByRole('button', { name: 'Sign out' }).click();
+        await expectHeading(page, 'Sign in');
+        await signIn(page, bob.username, bob.password);
+        await expectHeading(page, 'My groups');
+        await page.getByRole('link', { name: 'Chess Club' }).click();
+        await expectHeading(page, 'Chess Club');
+        assert.equal(first.get('GET /api/auth/passkeys'), 1, 'remembered: not asked, not offered');
+        assert.equal(await page.getByRole('region', { name: 'Sign in faster with a passkey' }).count(), 0);
+        assert.deepEqual(laptop.problems, [], 'no console or page errors');
+        assert.deepEqual(serverErrors(site.instances), [], 'no server errors');
+      } finally {
+        await laptop.context.close();
+        await site.close();
+      }
+    },
+  );
+
+  test(
+    'PASSKEYS=off: no button, no autofill, no offer, no Passkeys link; /passkeys is not found',
+    TEST_TIMEOUT,
+    async () => {
+      const site = await startSite(SQLITE, { PASSKEYS: 'off' });
+      const laptop = await openDevice(site.origin, {
+        viewport: DESKTOP,
+        userAgent: LAPTOP_UA,
+        autofill: true,
+        passkeysOff: true,
+      });
+      try {
+        const page = laptop.page;
+        const carol = testUser('carol');
+        await page.goto('/');
+        await expectHeading(page, 'Sign in');
+        assert.equal(await page.getByLabel('Username').getAttribute('autocomplete'), 'username');
+        assert.equal(await page.getByRole('button', { name: 'Sign in with a passkey' }).count(), 0);
+        await signIn(page, carol.username, carol.password);
+        await expectHeading(page, 'My groups');
+        assert.equal(await page.getByRole('link', { name: 'Passkeys', exact: true }).count(), 0);
+        await page.goto('/passkeys');
+        await expectHeading(page, 'Not found');
+        assert.equal(
+          await page.locator('.lead').textContent(),
+          'Passkeys are not turned on for this service.',
+        );
+        assert.equal(await page.getByRole('link', { name: 'Passkeys', exact: true }).count(), 0);
+        assert.equal(await page.getByRole('region', { name: 'Sign in faster with a passkey' }).count(), 0);
+        assert.deepEqual(laptop.problems, [], 'no console or page errors');
+        assert.deepEqual(serverErrors(site.instances), [], 'no server errors');
+      } finally {
+        await laptop.context.close();
+        await site.close();
+      }
+    },
+  );
+});

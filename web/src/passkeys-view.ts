@@ -47,7 +47,6 @@ export function passkeysPage(data: PasskeysPageData, actions: PasskeyActions, st
       { class: 'lead' },
       'A passkey signs you in with your device’s screen lock (fingerprint, face or PIN) instead of your mail password. It cannot be phished: your browser uses it only on this site.',
     ),
-    createCard(data, actions),
     h('h2', { class: 'section-title', id: 'passkey-list-title' }, 'Your passkeys'),
     h('p', { class: 'lead' }, count),
     passkeys.length === 0
@@ -57,6 +56,7 @@ export function passkeysPage(data: PasskeysPageData, actions: PasskeyActions, st
           { class: 'passkey-list', role: 'list', 'aria-labelledby': 'passkey-list-title' },
           ...passkeys.map((passkey) => passkeyCard(passkey, actions)),
         ),
+    createCard(data, actions),
     passwordCard(data, actions),
     h(
       'p',
@@ -73,6 +73,9 @@ export function passkeysPage(data: PasskeysPageData, actions: PasskeyActions, st
 export function showPasskeyAlert(message: string, signInAgain?: () => void): void {
   const alert = document.getElementById('passkeys-alert');
   if (alert === null) return;
+  // The status line said how the last action went; this is the news now.
+  const status = document.getElementById('passkeys-status');
+  if (status !== null) status.textContent = '';
   alert.replaceChildren(h('p', {}, message));
   if (signInAgain === undefined) return;
   const button = h('button', { type: 'button', class: 'button' }, 'Sign in again');
