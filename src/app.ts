@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import { LoginProcedure } from './auth/login.ts';
 import { OidcSignIn } from './auth/oidc-signin.ts';
+import { Passkeys } from './auth/passkeys.ts';
 import { Sessions, sharedSecret } from './auth/sessions.ts';
 import { LoginThrottle } from './auth/throttle.ts';
 import { migrateUsernamesAtStart } from './auth/username-migration.ts';
@@ -30,6 +31,7 @@ import { registerAuthRoutes } from './routes/auth.ts';
 import { registerGroupRoutes } from './routes/groups.ts';
 import { registerOidcRoutes } from './routes/oidc.ts';
 import { registerOps, registerSchemaRoute } from './routes/ops.ts';
+import { registerPasskeyRoutes } from './routes/passkeys.ts';
 import { registerSessionRoutes } from './routes/sessions.ts';
 import { GROUP_MEMORY_LIMITS } from './store/freshness/group-memory.ts';
 import { SESSION_MEMORY_ENTRIES } from './store/freshness/session-memory.ts';
@@ -179,6 +181,20 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       metrics,
     });
     registerSessionRoutes(endpoint, { ...cookies, sessions, hooks });
+    // contract §12: with passkeys off, their endpoints are not declared (404 as any unknown path).
+    if (config.passkeys.enabled) {
+      const passkeys = new Passkeys({
+        ...config.passkeys,
+        store: stores.passkeys,
+        flows: stores.flows,
+        users: stores.users,
+        sessions,
+        whoMayLogIn,
+        throttle,
+        failureDelayMs: config.authFailureDelayMs,
+      });
+      registerPasskeyRoutes(endpoint, { ...cookies, passkeys, sessions, hooks, metrics });
+    }
     registerOidcRoutes(endpoint, {
       cookieSecure: config.http.cookieSecure,
       signIn,

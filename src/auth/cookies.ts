@@ -78,6 +78,40 @@ export function clearedFlowCookie(secure: boolean): string {
   return `${FLOW_COOKIE}=; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=${FLOW_COOKIE_PATH}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
 }
 
+/** contract §12: the cookie binding a passkey sign-in's challenge to this browser. */
+const PASSKEY_COOKIE = 'passkey_challenge';
+/** It goes only to the passkey endpoints (the sign-in reads it). */
+const PASSKEY_COOKIE_PATH = '/api/auth/passkeys/';
+
+/** The passkey challenge cookie's value (an opaque handle), when the request has one. */
+export function readPasskeyCookie(headers: IncomingHttpHeaders): string | undefined {
+  const header = headers.cookie;
+  if (header === undefined || header === '') return undefined;
+  return parseCookie(header)[PASSKEY_COOKIE];
+}
+
+/**
+ * contract §12: HttpOnly, SameSite=Strict (the sign-in is a same-site fetch), Secure as §2, for
+ * `maxAgeSeconds`. It holds a random handle: the challenge is kept server-side under its hash.
+ */
+export function passkeyCookie(handle: string, maxAgeSeconds: number, now: number, secure: boolean): string {
+  return stringifySetCookie({
+    name: PASSKEY_COOKIE,
+    value: handle,
+    maxAge: maxAgeSeconds,
+    expires: new Date(now + maxAgeSeconds * 1000),
+    path: PASSKEY_COOKIE_PATH,
+    sameSite: 'strict',
+    httpOnly: true,
+    secure,
+  });
+}
+
+/** The challenge cookie expired: sent with every passkey sign-in's answer (its challenge is used). */
+export function clearedPasskeyCookie(secure: boolean): string {
+  return `${PASSKEY_COOKIE}=; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=${PASSKEY_COOKIE_PATH}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
+}
+
 /** The expired session cookie logout answers with (Django's exact form: an empty quoted value). */
 export function clearedSessionCookie(secure: boolean): string {
   return `${SESSION_COOKIE}=""; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=/; SameSite=Lax${secure ? '; Secure' : ''}`;

@@ -53,7 +53,12 @@ const fail = (failure: LoginFailure, reason: string): Failure => ({ kind: 'failu
 
 // contract §3: a refusal decided without the backend counts toward the throttle like bad_credentials.
 // An outage does not, nor does input refused before admission (it is never admitted).
-const COUNTED: ReadonlySet<LoginFailure> = new Set(['bad_credentials', 'user_disabled', 'user_not_allowed']);
+const COUNTED: ReadonlySet<LoginFailure> = new Set([
+  'bad_credentials',
+  'user_disabled',
+  'user_not_allowed',
+  'password_sign_in_off',
+]);
 
 /**
  * Waits at least `ms` by performance.now: a timer counts from the event loop's cached time, which lags
@@ -170,7 +175,9 @@ export class LoginProcedure {
     client: LoginClient,
     previousSessionId: string | undefined,
   ): Promise<LoginOutcome> {
-    const started = await startSession(this.#deps, username, client, previousSessionId);
+    const started = await startSession(this.#deps, username, client, previousSessionId, {
+      method: 'password',
+    });
     if (started.kind === 'refused') return fail(started.failure, started.reason);
     return {
       kind: 'success',

@@ -179,7 +179,9 @@ export class OidcSignIn {
       };
     const { username } = stored;
 
-    const started = await startSession(this.#deps, username, client, previousSessionId);
+    const started = await startSession(this.#deps, username, client, previousSessionId, {
+      method: 'oidc',
+    });
     if (started.kind === 'refused') {
       const failure = started.failure === 'user_disabled' ? 'user_disabled' : 'not_allowed';
       return { kind: 'failure', failure, reason: started.reason, username };

@@ -1,6 +1,12 @@
 // Session ids, cookies and the session lifecycle (contract §2), and a user's own sessions (§9).
 import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { FreshnessGate, SessionMemoryAnswers, SessionStore, StoredSession } from '../store/types.ts';
+import type {
+  FreshnessGate,
+  SessionMemoryAnswers,
+  SessionStore,
+  SignInMethod,
+  StoredSession,
+} from '../store/types.ts';
 import { LastSeen } from './last-seen.ts';
 
 export const SESSION_COOKIE = 'sessionid';
@@ -23,13 +29,20 @@ export interface LoginClient {
   readonly userAgent: string | null;
 }
 
-/** One session as GET /api/auth/sessions shows it (contract §9). */
+/** How a session signed in (contract §12): the method, and the passkey's handle for a passkey. */
+export interface SignedInWith {
+  readonly method: SignInMethod;
+  readonly passkey?: string;
+}
+
+/** One session as GET /api/auth/sessions shows it (contract §9, §12: `method`, null when not known). */
 export interface SessionView {
   readonly id: string;
   readonly created: string;
   readonly last_seen: string;
   readonly ip: string | null;
   readonly user_agent: string | null;
+  readonly method: SignInMethod | null;
   readonly current: boolean;
 }
 
@@ -135,14 +148,30 @@ export class Sessions {
       .digest();
   }
 
-  /** Starts a session for `username` from `client`; returns the new id (for the cookie, never a log). */
-  async start(username: string, client: LoginClient): Promise<{ id: string; expiresAt: number }> {
+  /**
+   * Starts a session for `username` from `client`, signed in `how`; returns the new id (for the
+   * cookie, never a log).
+   */
+  async start(
+    username: string,
+    client: LoginClient,
+    how: SignedInWith,
+  ): Promise<{ id: string; expiresAt: number }> {
     const id = newSessionId();
     const idHash = hashSessionId(id);
     const createdAt = this.now();
     const expiresAt = createdAt + SESSION_MAX_AGE_SECONDS * 1000;
     await this.store.create(
-      { idHash, username, createdAt, expiresAt, clientIp: client.ip, userAgent: client.userAgent },
+      {
+        idHash,
+        username,
+        createdAt,
+        expiresAt,
+        clientIp: client.ip,
+        userAgent: client.userAgent,
+        method: how.method,
+        passkey: how.passkey ?? null,
+      },
       MAX_SESSIONS_PER_USER,
     );
     this.#lastSeen.started(idHash, createdAt);
@@ -231,6 +260,7 @@ export class Sessions {
       last_seen: isoSeconds(seen),
       ip: s.clientIp,
       user_agent: s.userAgent,
+      method: s.method,
       current: current?.equals(s.idHash) === true,
     };
   }
@@ -252,6 +282,33 @@ export class Sessions {
     if (match === undefined || !(await this.store.delete(match.idHash))) return 'not-found';
     const current = isWellFormedSessionId(currentId) && hashSessionId(currentId).equals(match.idHash);
     return current ? 'ended-current' : 'ended';
+  }
+
+  /**
+   * When the session `id` of `username` signed in (ms), or null when it is not one of the user's live
+   * sessions: the recent sign-in rule of sensitive changes (contract §12) reads it from the store.
+   */
+  async signedInAt(username: string, id: string | undefined): Promise<number | null> {
+    if (!isWellFormedSessionId(id)) return null;
+    const idHash = hashSessionId(id);
+    const stored = await this.store.list(username, this.now());
+    return stored.find((s) => s.idHash.equals(idHash))?.createdAt ?? null;
+  }
+
+  /**
+   * Ends the sessions of `username` that signed in with the passkey `handle` (contract §12: deleting
+   * a passkey ends them); returns whether the session `currentId` was among them.
+   */
+  async endSignedInWith(username: string, handle: string, currentId: string | undefined): Promise<boolean> {
+    const current = isWellFormedSessionId(currentId) ? hashSessionId(currentId) : null;
+    const stored = await this.store.list(username, this.now());
+    let endedCurrent = false;
+    for (const s of stored) {
+      if (s.passkey !== handle) continue;
+      await this.store.delete(s.idHash);
+      if (current?.equals(s.idHash) === true) endedCurrent = true;
+    }
+    return endedCurrent;
   }
 
   /** Ends every session of `username` (logout everywhere); returns how many. */

@@ -175,6 +175,43 @@ export class LoginThrottle {
     }
   }
 
+  /**
+   * contract §12: a passkey sign-in names no user until it is verified, so it is throttled per client
+   * address alone, as a guess in flight under the IP's key until `settleClient`. `attempt` is what
+   * makes attempts identical (the signature): a replayed one counts once.
+   */
+  async admitClient(
+    clientIp: string,
+    attempt: string,
+    maxAttemptMs: number,
+  ): Promise<
+    | { readonly throttled: false; readonly guess: PendingGuess }
+    | Extract<ThrottleVerdict, { throttled: true }>
+  > {
+    const now = this.#now();
+    const windowMs = this.#windowMs;
+    const guess: PendingGuess = {
+      key: clientKey(clientIp, this.#settings.ipv6PrefixLength),
+      fingerprint: this.fingerprint('\0passkey', attempt),
+      id: randomUUID(),
+      expiresAt: now + maxAttemptMs + GUESS_TTL_MARGIN_MS,
+    };
+    const admitted = await this.#store.beginGuess(guess, this.#settings.ipFailures, now, windowMs);
+    if (admitted.admitted) return { throttled: false, guess };
+    const waitMs = guessRetryAfterMs(admitted, this.#settings.ipFailures, now, windowMs, maxAttemptMs);
+    return this.#throttled(waitMs) as Extract<ThrottleVerdict, { throttled: true }>;
+  }
+
+  /** Ends a passkey sign-in's guess: a counted failure is recorded under the client's key. */
+  async settleClient(guess: PendingGuess, counted: boolean): Promise<void> {
+    try {
+      if (counted)
+        await this.#store.recordFailure([guess.key], guess.fingerprint, this.#now(), this.#windowMs);
+    } finally {
+      await this.#store.endGuess(guess);
+    }
+  }
+
   /** Drops counters that have left the window, and guesses whose process never ended them. */
   purge(): Promise<void> {
     return this.#store.purgeExpired(this.#now(), this.#windowMs);

@@ -1,6 +1,7 @@
-// Who may log in (contract §3, §4): a user who is not disabled, and one not known yet only while
-// ALLOW_NEW_USERS is true. One rule, whatever proved the identity (a password at a backend, an
-// identity provider), asked at three moments of every login:
+// Who may log in (contract §3, §4, §12): a user who is not disabled, and one not known yet only while
+// ALLOW_NEW_USERS is true; a password only for a user who has not turned password sign-in off. One
+// rule, whatever proves the identity (a password at a backend, an identity provider, a passkey),
+// asked at three moments of every login:
 //   1. before any backend is asked (login.ts): a refusal then contacts no backend and is timed as
 //      a backend's refusal would be, so its timing tells nothing of the cause;
 //   2. once the identity is verified (session-start.ts): the store records the login and creates a
@@ -11,14 +12,22 @@ import type { LoginAdmission, UserRecord, UserStore } from '../store/types.ts';
 
 /** A refusal of this rule: the class for the log and metrics, and the reason for the audit line. */
 export interface Refusal {
-  readonly failure: 'user_disabled' | 'user_not_allowed';
+  readonly failure: 'user_disabled' | 'user_not_allowed' | 'password_sign_in_off';
   readonly reason: string;
 }
+
+/** What proved (or is to prove) the identity: the rule differs only for a password (contract §12). */
+export type ProofKind = 'password' | 'oidc' | 'passkey';
 
 const DISABLED: Refusal = { failure: 'user_disabled', reason: 'user is disabled' };
 const NOT_ALLOWED: Refusal = {
   failure: 'user_not_allowed',
   reason: 'unknown user and ALLOW_NEW_USERS=false',
+};
+// contract §12: the user turned password sign-in off; answered as a wrong password is.
+const PASSWORD_OFF: Refusal = {
+  failure: 'password_sign_in_off',
+  reason: 'password sign-in is turned off for this user',
 };
 const DISABLED_DURING_LOGIN: Refusal = { failure: 'user_disabled', reason: 'user was disabled during login' };
 
@@ -48,9 +57,16 @@ export class WhoMayLogIn {
     this.#allowNewUsers = allowNewUsers;
   }
 
-  /** Moment 1, before any backend is asked: why `username` may not log in, or null. */
-  async beforeVerifying(username: string): Promise<Refusal | null> {
-    return refusalOf(admissionOf(await this.#users.get(username), this.#allowNewUsers));
+  /**
+   * Moment 1, before any backend is asked (or, for a passkey, before anything is recorded): why
+   * `username` may not log in with `proof`, or null. A user who turned password sign-in off is
+   * refused a password here, so no backend confirms that user's password to anyone (contract §12).
+   */
+  async beforeVerifying(username: string, proof: ProofKind = 'password'): Promise<Refusal | null> {
+    const user = await this.#users.get(username);
+    const refused = refusalOf(admissionOf(user, this.#allowNewUsers));
+    if (refused !== null) return refused;
+    return proof === 'password' && user?.passwordSignIn === false ? PASSWORD_OFF : null;
   }
 
   /**

@@ -16,6 +16,7 @@ import { type GroupSyncConfig, parseRemovalLimit } from './backends/group-sync.t
 import type { ConfiguredImap } from './backends/imap.ts';
 import { type CleanedSettings, type Env, parseSettings, settingFiles } from './environment.ts';
 import { ConfigError } from './error.ts';
+import { type PasskeyConfig, passkeyConfig } from './passkeys.ts';
 import type { LogLevel, SettingName, UsernameCase } from './settings.ts';
 import { type StoreSettings, storeOptions } from './stores/settings.ts';
 
@@ -49,6 +50,8 @@ export interface Config extends StoreSettings {
   };
   /** contract §10: the origin browsers reach the service at (PUBLIC_URL); null when unset. */
   readonly publicUrl: string | null;
+  /** contract §12: passkeys, on or off (and why off), from PASSKEYS and PUBLIC_URL. */
+  readonly passkeys: PasskeyConfig;
   /** The HTTP edge's options (http/edge.ts), and whether cookies are Secure (contract §2). */
   readonly http: HttpSettings;
   readonly logLevel: LogLevel;
@@ -111,6 +114,7 @@ export function loadConfig(env: Env): Config {
       configFile,
     },
     publicUrl: s.PUBLIC_URL ?? null,
+    passkeys: passkeyConfig(s.PASSKEYS, s.PUBLIC_URL ?? null, s.PASSKEY_ORIGINS, s.PASSKEYS_RETIRE_PASSWORD),
     http: {
       cookieSecure: s.COOKIE_SECURE,
       trustedOrigins: s.TRUSTED_ORIGINS,

@@ -127,6 +127,10 @@ export function configReport(config: Config): {
       `PUBLIC_URL=${config.publicUrl} is not https: the provider sends people back with their code in clear.`,
     );
   }
+  // contract §12: auto leaves passkeys off without PUBLIC_URL's domain name; say so.
+  if (!config.passkeys.enabled && config.settings.PASSKEYS === 'auto') {
+    warnings.push(`Passkeys are off: ${config.passkeys.why}.`);
+  }
   return {
     settings,
     backends: [...config.auth.backends.map(presentBackend), ...config.auth.providers.map(presentProvider)],

@@ -7,6 +7,7 @@ import { CHAIN_SETTINGS } from './backends/chain.ts';
 import { GROUP_SYNC_SETTINGS } from './backends/group-sync.ts';
 import { IMAP_SETTINGS } from './backends/imap.ts';
 import { LDAP_SETTINGS } from './backends/ldap.ts';
+import { PASSKEY_SETTINGS } from './passkeys.ts';
 import {
   allowedHosts,
   boolean,
@@ -44,6 +45,7 @@ export const SETTINGS = {
   ...IMAP_SETTINGS,
   ...LDAP_SETTINGS,
   ...GROUP_SYNC_SETTINGS,
+  ...PASSKEY_SETTINGS,
   COOKIE_SECURE: row(
     boolean({
       default: false,

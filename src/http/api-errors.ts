@@ -26,6 +26,34 @@ export const API_ERRORS = {
   REQUEST_TIMEOUT: { code: 'REQUEST_TIMEOUT', status: 408, detail: 'Request timeout.' },
   HEADERS_TOO_LARGE: { code: 'HEADERS_TOO_LARGE', status: 431, detail: 'Request header fields too large.' },
   INTERNAL: { code: 'INTERNAL', status: 500, detail: 'Internal server error.' },
+  // contract §12: sensitive changes need a recent sign-in.
+  SIGN_IN_AGAIN: { code: 'SIGN_IN_AGAIN', status: 403, detail: 'Sign in again to change your passkeys.' },
+  PASSKEY_NOT_VERIFIED: {
+    code: 'PASSKEY_NOT_VERIFIED',
+    status: 400,
+    detail: 'The passkey could not be verified.',
+  },
+  PASSKEY_EXPIRED: {
+    code: 'PASSKEY_EXPIRED',
+    status: 400,
+    detail: 'The passkey request expired or was already used. Try again.',
+  },
+  PASSKEY_TAKEN: { code: 'PASSKEY_TAKEN', status: 400, detail: 'This passkey is already registered.' },
+  PASSKEY_NAME: {
+    code: 'PASSKEY_NAME',
+    status: 400,
+    detail: 'A passkey name has 1 to 100 characters and no control characters.',
+  },
+  NO_PASSKEY: {
+    code: 'NO_PASSKEY',
+    status: 400,
+    detail: 'Create a passkey before turning password sign-in off.',
+  },
+  PASSWORD_POLICY: {
+    code: 'PASSWORD_POLICY',
+    status: 403,
+    detail: 'Your organisation turns password sign-in off once you have a passkey.',
+  },
 } as const satisfies Record<string, ApiErrorSpec>;
 
 /** The errors whose message names something from the request: DRF's wording, filled in by the builders below. */

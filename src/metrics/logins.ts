@@ -3,6 +3,7 @@
 import client from 'prom-client';
 import type { LoginFailure } from '../auth/login.ts';
 import type { OidcFailure } from '../auth/oidc-signin.ts';
+import type { PasskeyFailure } from '../auth/passkeys.ts';
 
 type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';
 
@@ -10,11 +11,12 @@ type LoginOutcomeLabel = 'success' | 'failure' | 'throttled';
 export interface LoginMetrics {
   /**
    * `backend`: the backend that decided (contract §8), '' when none did (throttled, refused input);
-   * for a sign-in at an identity provider, the provider (§10), with its own failure classes.
+   * for a sign-in at an identity provider, the provider (§10), with its own failure classes; for a
+   * passkey, `passkey` (§12).
    */
   observeLogin(
     outcome: LoginOutcomeLabel,
-    failure: LoginFailure | OidcFailure | undefined,
+    failure: LoginFailure | OidcFailure | PasskeyFailure | undefined,
     backend?: string,
   ): void;
 }

@@ -1,7 +1,7 @@
 // Prometheus metrics (contract §6: GET /metrics) with prom-client, one registry for the process.
 // Each part of the service records through a view of its own, no wider than what it records: the
-// HTTP edge (requests.ts), the login routes (logins.ts), the backends (backends.ts), the group sync
-// (group-sync.ts). Here: the registry they share, Node's process metrics, the live-sessions gauge,
+// HTTP edge (requests.ts), the login routes (logins.ts), the passkey routes (passkeys.ts), the
+// backends (backends.ts), the group sync (group-sync.ts). Here: the registry they share, Node's process metrics, the live-sessions gauge,
 // and the exposition (under WORKERS the cluster's sum, cluster.ts).
 import cluster from 'node:cluster';
 import { createRequire } from 'node:module';
@@ -11,6 +11,7 @@ import { type BackendMetrics, backendMetrics, guardGauges } from './backends.ts'
 import { askPrimaryForMetrics } from './cluster.ts';
 import { type GroupSyncMetrics, groupSyncMetrics } from './group-sync.ts';
 import { type LoginMetrics, loginMetrics } from './logins.ts';
+import { type PasskeyMetrics, passkeyMetrics } from './passkeys.ts';
 import { type RequestMetrics, requestMetrics } from './requests.ts';
 
 /** What /metrics serves (routes/ops.ts, and METRICS_PORT's listener). */
@@ -24,6 +25,7 @@ export interface MetricsExposition {
 export interface Metrics
   extends RequestMetrics,
     LoginMetrics,
+    PasskeyMetrics,
     BackendMetrics,
     GroupSyncMetrics,
     MetricsExposition {
@@ -84,6 +86,7 @@ export function createMetrics(now: () => number = Date.now): Metrics {
   const logins = loginMetrics(registry);
   const backends = backendMetrics(registry);
   const groupSync = groupSyncMetrics(registry);
+  const passkeys = passkeyMetrics(registry);
   let sources: MetricSources | null = null;
   let sessionsCache: { at: number; value: number } | null = null;
   guardGauges(registry, () => sources?.guard.stats() ?? null);
@@ -116,6 +119,7 @@ export function createMetrics(now: () => number = Date.now): Metrics {
     observeLogin: logins.observeLogin,
     observeAttempt: backends.observeAttempt,
     observeGroupSync: groupSync.observeGroupSync,
+    observeRegistration: passkeys.observeRegistration,
     setSources(next) {
       sources = next;
     },

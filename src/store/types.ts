@@ -12,6 +12,9 @@ export interface SessionRecord {
   readonly expiresAt: number;
 }
 
+/** How a session signed in (contract §9, §12). */
+export type SignInMethod = 'password' | 'oidc' | 'passkey';
+
 export interface NewSession {
   /** SHA-256 of the session id: the id itself is never stored (contract §2). */
   readonly idHash: Buffer;
@@ -21,6 +24,10 @@ export interface NewSession {
   /** The login request's client address (through TRUST_PROXY) and user agent (contract §9). */
   readonly clientIp: string | null;
   readonly userAgent: string | null;
+  /** How it signed in (contract §12); absent: not recorded (as before passkeys). */
+  readonly method?: SignInMethod;
+  /** The passkey it signed in with (its handle): deleting that passkey ends the session. */
+  readonly passkey?: string | null;
 }
 
 /** One live session of a user as the store knows it (contract §9); null: not known (older rows). */
@@ -31,6 +38,8 @@ export interface StoredSession {
   readonly lastSeen: number | null;
   readonly clientIp: string | null;
   readonly userAgent: string | null;
+  readonly method: SignInMethod | null;
+  readonly passkey: string | null;
 }
 
 /** A session seen at `at` (last_seen, written in batches off the request's path). */
@@ -140,6 +149,8 @@ export interface UserRecord {
   readonly active: boolean;
   readonly createdAt: number;
   readonly lastLoginAt: number | null;
+  /** contract §12: false when the user turned password sign-in off (who-may-log-in.ts refuses it). */
+  readonly passwordSignIn: boolean;
 }
 
 export type LoginAdmission = 'ok' | 'disabled' | 'unknown';
@@ -151,6 +162,73 @@ export interface UserStore {
   /** Sets the active flag; false when there is no such user. */
   setActive(username: string, active: boolean): Promise<boolean>;
   list(): Promise<UserRecord[]>;
+}
+
+/** A passkey as stored (contract §12). `handle` is its public id; the credential id never leaves. */
+export interface StoredPasskey {
+  readonly handle: string;
+  readonly username: string;
+  readonly credentialId: Buffer;
+  /** The COSE public key as the authenticator gave it. */
+  readonly publicKey: Buffer;
+  readonly counter: number;
+  readonly transports: readonly string[];
+  readonly backedUp: boolean;
+  readonly name: string;
+  readonly createdAt: number;
+  readonly lastUsedAt: number | null;
+  /** When a counter that did not move forward flagged it as cloned; null: never. */
+  readonly clonedAt: number | null;
+}
+
+/** A passkey found by its credential id at sign-in, with its owner's user handle. */
+export interface PasskeyOfCredential {
+  readonly passkey: StoredPasskey;
+  readonly userHandle: Buffer;
+}
+
+/**
+ * Passkeys and the password switch (contract §12), in the database. Nothing of it is kept in memory:
+ * a deleted passkey or a switch turned off is seen by every instance on its next request.
+ */
+export interface PasskeyStore {
+  /** The user's handle for WebAuthn, made from `candidate` on first use (one per user, never changed). */
+  userHandle(username: string, candidate: Buffer): Promise<Buffer>;
+  /**
+   * Stores a new passkey of an existing user; `retirePassword` (PASSKEYS_RETIRE_PASSWORD) turns the
+   * user's password sign-in off in the same step. 'taken': the credential id is already registered.
+   */
+  add(passkey: StoredPasskey, retirePassword: boolean): Promise<'added' | 'taken' | 'no-user'>;
+  /** The user's passkeys, newest first. */
+  list(username: string): Promise<StoredPasskey[]>;
+  byCredentialId(credentialId: Buffer): Promise<PasskeyOfCredential | null>;
+  /** False when the user has no passkey of that handle. */
+  rename(username: string, handle: string, name: string): Promise<boolean>;
+  /**
+   * Deletes the user's passkey; deleting the last one turns password sign-in back on, in the same
+   * step (contract §12). False when the user has no passkey of that handle.
+   */
+  remove(username: string, handle: string): Promise<boolean>;
+  /** Deletes every passkey of the user and turns password sign-in back on; returns how many. */
+  removeAll(username: string): Promise<number>;
+  /**
+   * Records a sign-in with the passkey: counter, last use, backed-up flag. One atomic step that
+   * succeeds only when the counter moves forward (or stays 0 where the authenticator keeps none);
+   * otherwise the passkey is flagged as cloned and 'cloned' answered. 'gone': deleted meanwhile.
+   */
+  recordUse(
+    handle: string,
+    counter: number,
+    backedUp: boolean,
+    now: number,
+  ): Promise<'ok' | 'cloned' | 'gone'>;
+  /** Whether the passkey (by handle) still exists. */
+  exists(handle: string): Promise<boolean>;
+  /**
+   * Sets the user's password sign-in; turning it off needs at least one passkey, checked in the
+   * same step. 'no-passkey': refused for that reason; 'no-user': no such user.
+   */
+  setPasswordSignIn(username: string, on: boolean): Promise<'ok' | 'no-passkey' | 'no-user'>;
 }
 
 /**
@@ -260,8 +338,13 @@ export interface Stores {
   readonly groupSync: GroupSyncStore;
   readonly sessions: SessionStore;
   readonly throttle: ThrottleStore;
-  /** Sign-ins at an identity provider in progress (contract §10); beside the sessions. */
+  /**
+   * Sign-ins at an identity provider in progress (contract §10), and passkey challenges (§12):
+   * beside the sessions, taken once.
+   */
   readonly flows: FlowStore;
+  /** Passkeys and the password switch (contract §12); the database's. */
+  readonly passkeys: PasskeyStore;
   /** Stored usernames and their canonical form (the database's; sessions may be elsewhere). */
   readonly usernames: UsernameMaintenance;
   /** The answers kept in memory, and the gate that keeps them exact. */

@@ -20,6 +20,7 @@ interface View {
   last_seen: string;
   ip: string | null;
   user_agent: string | null;
+  method: string | null;
   current: boolean;
 }
 
@@ -76,6 +77,7 @@ describeEachStore('my sessions (contract §9)', (store) => {
         last_seen: iso(t.clock.now),
         ip: '2001:db8::7',
         user_agent: PHONE,
+        method: 'password',
         current: false,
       },
     );
@@ -87,6 +89,7 @@ describeEachStore('my sessions (contract §9)', (store) => {
         last_seen: iso(t.clock.now - 60_000),
         ip: '192.0.2.10',
         user_agent: FIREFOX,
+        method: 'password',
         current: true,
       },
     );

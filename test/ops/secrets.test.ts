@@ -1,6 +1,7 @@
 // Secrets (docs/reliability.md): runs the suites that log in, log out and fail logins in a child test
 // run with a registry of every password, session id and CSRF token they use (and, contract §10, every
-// state, nonce, code, token and state cookie of a sign-in at an identity provider), then greps
+// state, nonce, code, token and state cookie of a sign-in at an identity provider, and §12, every
+// passkey challenge, challenge cookie, credential id, public key and signature), then greps
 // everything that run printed — the runner's output, every captured service log line, every service
 // process's output — for each of them. None may appear.
 import assert from 'node:assert/strict';
@@ -35,6 +36,8 @@ const SUITES = [
   'oidc/flow',
   'oidc/refusals',
   'oidc/endpoints',
+  // contract §12: every challenge, credential id, public key and signature of the passkey suites.
+  'api/passkeys',
 ].map((name) => join('test', `${name}.test.ts`));
 // On SQLite only: the suites that also run on other stores leave those describes out by name.
 const OTHER_STORES = storeDescribePattern(STORES.filter((store) => store.kind !== 'sqlite'));

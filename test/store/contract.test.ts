@@ -612,6 +612,7 @@ describeEachStore('store contract', (store) => {
         active: true,
         createdAt: now,
         lastLoginAt: now,
+        passwordSignIn: true,
       });
       assert.equal(await stores.users.recordLogin('newbie', now + 5, false), 'ok');
       assert.equal((await stores.users.get('newbie'))?.lastLoginAt, now + 5);

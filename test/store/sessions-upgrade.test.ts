@@ -51,6 +51,7 @@ const expected = (views: Record<string, unknown>[], listedAt: number) => {
       last_seen: undefined,
       ip: null,
       user_agent: null,
+      method: null,
       current: true,
     },
   );

@@ -132,6 +132,34 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   { version: 7, name: 'group generation', sql: GROUP_GENERATION },
   { version: 8, name: 'session deletion log', sql: SESSION_DELETION_LOG },
   { version: 9, name: 'session changes logged as deletions', sql: SESSION_CHANGE_LOG },
+  {
+    version: 10,
+    name: 'passkeys',
+    sql: `
+      -- contract §12 (as SQLite's version 10).
+      ALTER TABLE users ADD COLUMN password_sign_in boolean NOT NULL DEFAULT TRUE;
+      CREATE TABLE passkey_users (
+        username text PRIMARY KEY REFERENCES users (username) ON DELETE CASCADE,
+        user_handle bytea NOT NULL UNIQUE CHECK (octet_length(user_handle) = 32)
+      );
+      CREATE TABLE passkeys (
+        handle text PRIMARY KEY CHECK (char_length(handle) = 32),
+        credential_id bytea NOT NULL UNIQUE CHECK (octet_length(credential_id) BETWEEN 1 AND 1023),
+        username text NOT NULL REFERENCES users (username) ON DELETE CASCADE,
+        public_key bytea NOT NULL CHECK (octet_length(public_key) <= 2048),
+        counter bigint NOT NULL CHECK (counter BETWEEN 0 AND 4294967295),
+        transports text NOT NULL CHECK (char_length(transports) <= 200),
+        backed_up boolean NOT NULL,
+        name text NOT NULL CHECK (char_length(name) BETWEEN 1 AND 100),
+        created_at bigint NOT NULL,
+        last_used_at bigint,
+        cloned_at bigint
+      );
+      CREATE INDEX passkeys_by_username ON passkeys (username);
+      ALTER TABLE sessions ADD COLUMN sign_in_method text CHECK (sign_in_method IN ('password', 'oidc', 'passkey'));
+      ALTER TABLE sessions ADD COLUMN passkey text;
+    `,
+  },
 ];
 
 // Any constant works; it only has to be the same for every clubhouse process on a database.

@@ -2,7 +2,7 @@
 // configurable prefix P (REDIS_KEY_PREFIX):
 //
 //   P session:<sha256 hex>          hash {username, created_at, expires_at, and when known client_ip,
-//                                   user_agent, last_seen}, PEXPIRE to its expiry
+//                                   user_agent, last_seen, method, passkey}, PEXPIRE to its expiry
 //   P user-sessions:<username>      sorted set: session hex → expires_at (revokeUser, countUser)
 //   P session-expiry                sorted set: session hex → expires_at, every session
 //                                   (countActive: ZCOUNT, O(log N); purgeExpired: a range, O(log N + M))
@@ -48,7 +48,8 @@ interface RedisScript {
 
 const SCRIPTS = {
   // KEYS: session, user-sessions:<user>, session-expiry, session-log-state, session-log. ARGV: id hex, username, created_at,
-  // expires_at, ttl ms, keep, session prefix, client ip ('' unknown), user agent ('' unknown). The
+  // expires_at, ttl ms, keep, session prefix, client ip ('' unknown), user agent ('' unknown), sign-in
+  // method ('' unknown), passkey handle ('' none). The
   // user's set drops members already expired and lives as long as its longest session; then the
   // user's oldest live sessions beyond `keep` end, in the same step (contract §9). Returns how many.
   create: {
@@ -57,6 +58,8 @@ const SCRIPTS = {
       redis.call('HSET', KEYS[1], 'username', ARGV[2], 'created_at', ARGV[3], 'expires_at', ARGV[4])
       if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'client_ip', ARGV[8]) end
       if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'user_agent', ARGV[9]) end
+      if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'method', ARGV[10]) end
+      if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'passkey', ARGV[11]) end
       redis.call('PEXPIRE', KEYS[1], ARGV[5])
       redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3])
       redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
@@ -79,16 +82,16 @@ const SCRIPTS = {
       return #ended`,
   },
   // KEYS: user-sessions:<user>. ARGV: now, session prefix. The user's live sessions, flat: id hex,
-  // created_at, expires_at, last_seen, client ip, user agent ('' for unknown) for each.
+  // created_at, expires_at, last_seen, client ip, user agent, method, passkey ('' for unknown) for each.
   list: {
     keys: 1,
     lua: `
       local out = {}
       for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf')) do
-        local f = redis.call('HMGET', ARGV[2] .. id, 'created_at', 'expires_at', 'last_seen', 'client_ip', 'user_agent')
+        local f = redis.call('HMGET', ARGV[2] .. id, 'created_at', 'expires_at', 'last_seen', 'client_ip', 'user_agent', 'method', 'passkey')
         if f[1] then
           out[#out + 1] = id
-          for i = 1, 5 do out[#out + 1] = f[i] or '' end
+          for i = 1, 7 do out[#out + 1] = f[i] or '' end
         end
       end
       return out`,

@@ -2,7 +2,7 @@
 // key layout is scripts.ts's); a write touching several keys is one Lua script. A stored expires_at
 // is the truth (the caller's clock, as with SQL); TTLs only reclaim memory.
 import type { Redis } from 'ioredis';
-import type { SessionStore, StoredSession } from '../types.ts';
+import type { SessionStore, SignInMethod, StoredSession } from '../types.ts';
 import { mapped } from './driver.ts';
 import type { Keys, Scripts } from './scripts.ts';
 
@@ -29,6 +29,8 @@ export function redisSessionStore(client: Redis, k: Keys, run: Scripts): Session
             k.sessionPrefix,
             s.clientIp ?? '',
             s.userAgent ?? '',
+            s.method ?? '',
+            s.passkey ?? '',
           ],
         ),
       );
@@ -38,7 +40,7 @@ export function redisSessionStore(client: Redis, k: Keys, run: Scripts): Session
       const flat = (await mapped(run.list([k.userSessions(username)], [now, k.sessionPrefix]))) as string[];
       const sessions: StoredSession[] = [];
       const known = (value: string | undefined) => (value === undefined || value === '' ? null : value);
-      for (let i = 0; i + 5 < flat.length; i += 6) {
+      for (let i = 0; i + 7 < flat.length; i += 8) {
         const lastSeen = known(flat[i + 3]);
         sessions.push({
           idHash: Buffer.from(flat[i] ?? '', 'hex'),
@@ -47,6 +49,8 @@ export function redisSessionStore(client: Redis, k: Keys, run: Scripts): Session
           lastSeen: lastSeen === null ? null : Number(lastSeen),
           clientIp: known(flat[i + 4]),
           userAgent: known(flat[i + 5]),
+          method: known(flat[i + 6]) as SignInMethod | null,
+          passkey: known(flat[i + 7]),
         });
       }
       return sessions;

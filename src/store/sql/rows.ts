@@ -3,11 +3,11 @@
 // Number() and `Number(x) === 1` read both the same way.
 
 import type { Group, GroupDetail, Membership, StoredMemberStatus } from '../group-types.ts';
-import type { SessionRecord, StoredSession, UserRecord } from '../types.ts';
+import type { SessionRecord, SignInMethod, StoredPasskey, StoredSession, UserRecord } from '../types.ts';
 import type { Row } from './driver.ts';
 
 export const GROUP_COLUMNS = 'g.id, g.name, g.description, g.short_description, g.activities, g.type';
-export const USER_COLUMNS = 'username, active, created_at, last_login_at';
+export const USER_COLUMNS = 'username, active, created_at, last_login_at, password_sign_in';
 
 const isTrue = (value: unknown) => Number(value) === 1;
 const numberOrNull = (value: unknown) => (value === null ? null : Number(value));
@@ -36,6 +36,7 @@ export function toUser(row: Row): UserRecord {
     active: isTrue(row['active']),
     createdAt: Number(row['created_at']),
     lastLoginAt: numberOrNull(row['last_login_at']),
+    passwordSignIn: isTrue(row['password_sign_in']),
   };
 }
 
@@ -51,7 +52,8 @@ export function toMembership(row: Row): Membership {
   };
 }
 
-export const SESSION_COLUMNS = 'id_hash, created_at, expires_at, last_seen, client_ip, user_agent';
+export const SESSION_COLUMNS =
+  'id_hash, created_at, expires_at, last_seen, client_ip, user_agent, sign_in_method, passkey';
 
 /** SQLite answers a BLOB as a Uint8Array, pg a bytea as a Buffer. */
 export function toStoredSession(row: Row): StoredSession {
@@ -62,6 +64,27 @@ export function toStoredSession(row: Row): StoredSession {
     lastSeen: numberOrNull(row['last_seen']),
     clientIp: textOrNull(row['client_ip']),
     userAgent: textOrNull(row['user_agent']),
+    method: textOrNull(row['sign_in_method']) as SignInMethod | null,
+    passkey: textOrNull(row['passkey']),
+  };
+}
+
+export const PASSKEY_COLUMNS =
+  'handle, username, credential_id, public_key, counter, transports, backed_up, name, created_at, last_used_at, cloned_at';
+
+export function toPasskey(row: Row): StoredPasskey {
+  return {
+    handle: String(row['handle']),
+    username: String(row['username']),
+    credentialId: Buffer.from(row['credential_id'] as Uint8Array),
+    publicKey: Buffer.from(row['public_key'] as Uint8Array),
+    counter: Number(row['counter']),
+    transports: JSON.parse(String(row['transports'])) as string[],
+    backedUp: isTrue(row['backed_up']),
+    name: String(row['name']),
+    createdAt: Number(row['created_at']),
+    lastUsedAt: numberOrNull(row['last_used_at']),
+    clonedAt: numberOrNull(row['cloned_at']),
   };
 }
 

@@ -52,8 +52,17 @@ export function sessionSteps(dialect: Dialect) {
     *create(s: NewSession, keep: number): Steps<number> {
       if (lockUser !== null) yield { sql: lockUser, params: [s.username], name: 'session-lock-user' };
       yield {
-        sql: 'INSERT INTO sessions (id_hash, username, created_at, expires_at, client_ip, user_agent) VALUES ($1, $2, $3, $4, $5, $6)',
-        params: [s.idHash, s.username, s.createdAt, s.expiresAt, s.clientIp, s.userAgent],
+        sql: 'INSERT INTO sessions (id_hash, username, created_at, expires_at, client_ip, user_agent, sign_in_method, passkey) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+        params: [
+          s.idHash,
+          s.username,
+          s.createdAt,
+          s.expiresAt,
+          s.clientIp,
+          s.userAgent,
+          s.method ?? null,
+          s.passkey ?? null,
+        ],
         name: 'session-create',
       };
       const evicted = yield {

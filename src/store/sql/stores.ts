@@ -16,6 +16,7 @@ import type { SqlDriver } from './driver.ts';
 import { sqlFlowStore } from './flows.ts';
 import { sqlGroupSyncStore } from './group-sync.ts';
 import { sqlGroupStore } from './groups.ts';
+import { sqlPasskeyStore } from './passkeys.ts';
 import { sqlSessionStore } from './sessions.ts';
 import { sqlThrottleStore } from './throttle.ts';
 import { sqlUsernameMaintenance } from './usernames.ts';
@@ -54,6 +55,7 @@ export function sqlStores(
     sessions: sessions?.store ?? sqlSessionStore(driver),
     throttle: sqlThrottleStore(driver),
     flows: sqlFlowStore(driver),
+    passkeys: sqlPasskeyStore(driver),
     memory: { sessions: sessions?.answers ?? null, groups: groups?.answers ?? null },
     freshness: freshnessGate(catchUpSources, memories.windows),
     catchUpSources,

@@ -61,13 +61,16 @@ function plan(users: readonly StoredUser[], canonical: Canonicalizer): UsernameF
   return findings.sort((a, b) => byCodePoint(a.username, b.username));
 }
 
-/** Moves a user to its canonical name: the row, its memberships; its sessions end (they hold the old name). */
+/** Moves a user to its canonical name: the row, its memberships and passkeys; its sessions end (they hold the old name). */
 function* rename(from: string, to: string): Steps<void> {
   yield {
-    sql: 'INSERT INTO users (username, active, created_at, last_login_at) SELECT $2, active, created_at, last_login_at FROM users WHERE username = $1',
+    sql: 'INSERT INTO users (username, active, created_at, last_login_at, password_sign_in) SELECT $2, active, created_at, last_login_at, password_sign_in FROM users WHERE username = $1',
     params: [from, to],
   };
   yield { sql: 'UPDATE memberships SET username = $2 WHERE username = $1', params: [from, to] };
+  // contract §12: the passkeys and the user handle they were made for follow the user.
+  yield { sql: 'UPDATE passkeys SET username = $2 WHERE username = $1', params: [from, to] };
+  yield { sql: 'UPDATE passkey_users SET username = $2 WHERE username = $1', params: [from, to] };
   yield* disable(from);
   // The old row goes with whatever still names it (known clients: the owner logs in again once).
   yield { sql: 'DELETE FROM known_clients WHERE username = $1', params: [from] };

@@ -207,6 +207,38 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       END;
     `,
   },
+  {
+    version: 10,
+    name: 'passkeys',
+    sql: `
+      -- contract §12: a user may turn password sign-in off (the who-may-log-in rule reads it with
+      -- the user), has one random user handle (never the username), and keeps passkeys: the
+      -- credential id (unique across users), the COSE public key, the signature counter, transports
+      -- (a JSON array), the backed-up flag, a name, and when it was flagged as cloned (a counter that
+      -- did not move forward). A session records how it signed in, and with which passkey.
+      ALTER TABLE users ADD COLUMN password_sign_in INTEGER NOT NULL DEFAULT 1 CHECK (password_sign_in IN (0, 1));
+      CREATE TABLE passkey_users (
+        username TEXT PRIMARY KEY REFERENCES users (username) ON DELETE CASCADE,
+        user_handle BLOB NOT NULL UNIQUE CHECK (length(user_handle) = 32)
+      ) WITHOUT ROWID, STRICT;
+      CREATE TABLE passkeys (
+        handle TEXT PRIMARY KEY CHECK (length(handle) = 32),
+        credential_id BLOB NOT NULL UNIQUE CHECK (length(credential_id) BETWEEN 1 AND 1023),
+        username TEXT NOT NULL REFERENCES users (username) ON DELETE CASCADE,
+        public_key BLOB NOT NULL CHECK (length(public_key) <= 2048),
+        counter INTEGER NOT NULL CHECK (counter BETWEEN 0 AND 4294967295),
+        transports TEXT NOT NULL CHECK (length(transports) <= 200),
+        backed_up INTEGER NOT NULL CHECK (backed_up IN (0, 1)),
+        name TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 100),
+        created_at INTEGER NOT NULL,
+        last_used_at INTEGER,
+        cloned_at INTEGER
+      ) WITHOUT ROWID, STRICT;
+      CREATE INDEX passkeys_by_username ON passkeys (username);
+      ALTER TABLE sessions ADD COLUMN sign_in_method TEXT CHECK (sign_in_method IN ('password', 'oidc', 'passkey'));
+      ALTER TABLE sessions ADD COLUMN passkey TEXT;
+    `,
+  },
 ];
 
 /** Applies pending migrations; safe when several processes start at once. Returns the versions applied. */
