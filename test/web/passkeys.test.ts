@@ -482,7 +482,13 @@ for (const store of STORES) {
           assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Sign in again');
           assert.deepEqual(await passkeyCards(page), ['Laptop (On one device)'], 'nothing was deleted');
           if (screenshots) await screenshot(page, 'passkeys-sign-in-again');
+          const signedInAgain = page.waitForResponse((answer) =>
+            answer.url().endsWith('/api/auth/passkeys/login'),
+          );
           await again.click();
+          assert.equal((await signedInAgain).status(), 200);
+          // The page that asked is gone before the one after the sign-in is looked at.
+          await again.waitFor({ state: 'detached' });
           await expectHeading(page, 'Passkeys');
           assert.equal(new URL(page.url()).pathname, '/passkeys');
 
