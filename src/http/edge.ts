@@ -23,7 +23,7 @@ import { frameworkErrorsHandler, installErrorHandling } from './errors.ts';
 import { responseHeaders } from './headers.ts';
 import { nodeServerFactory } from './node-server.ts';
 import { OPENAPI_INFO } from './openapi.ts';
-import { FastRoutes, type RawReadDeps, rawReads } from './raw-reads.ts';
+import { type RawReadDeps, RawRoutes, rawReads } from './raw-reads.ts';
 import { requestId } from './request-id.ts';
 
 /** `true`, a hop count, or the proxy addresses/CIDRs whose forwarded headers are believed. */
@@ -48,7 +48,7 @@ export interface EdgeOptions {
 
 export interface Edge {
   readonly fastify: FastifyInstance;
-  /** Declares an /api endpoint (and, with a fast reader, its raw read path). */
+  /** Declares an /api endpoint (and, with a raw reader, its raw read path). */
   readonly endpoint: DeclareEndpoint;
 }
 
@@ -84,11 +84,11 @@ export async function createEdge(options: EdgeOptions): Promise<Edge> {
   const lifecycle = { closing: false };
   const allowedHost = hostAllowed(options.allowedHosts);
   const entry = edgeEntry(allowedHost, trusted);
-  const fastRoutes = new FastRoutes();
+  const rawRoutes = new RawRoutes();
   const fastify = Fastify({
     serverFactory: nodeServerFactory({
       raw: rawReads({
-        routes: fastRoutes,
+        routes: rawRoutes,
         trustedOrigins: trusted,
         hostAllowed: allowedHost,
         metrics,
@@ -164,5 +164,5 @@ export async function createEdge(options: EdgeOptions): Promise<Edge> {
     lifecycle.closing = true;
     done();
   });
-  return { fastify, endpoint: apiEndpoints(fastify, trusted, fastRoutes) };
+  return { fastify, endpoint: apiEndpoints(fastify, trusted, rawRoutes) };
 }

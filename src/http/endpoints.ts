@@ -2,7 +2,7 @@
 // router then owns everything about it: every response carries Allow, OPTIONS describes it (and
 // answers a trusted CORS preflight, §7), HEAD follows GET (Fastify's exposeHeadRoutes), and every
 // other method has a route of its own that answers 405 before the body is read or a session looked at.
-// An endpoint with a `fast` reader is also entered in the raw read path's table (raw-reads.ts), with
+// An endpoint with a `rawRead` reader is also entered in the raw read path's table (raw-reads.ts), with
 // the same URL and Allow: one declaration for both ways of answering it.
 import { METHODS } from 'node:http';
 import type {
@@ -22,7 +22,7 @@ import { methodNotAllowed } from './api-errors.ts';
 import { isTrustedPreflight, preflightHeaders } from './cors.ts';
 import { sendJson } from './headers.ts';
 import { HIDDEN } from './openapi.ts';
-import type { FastRead, FastRoutes } from './raw-reads.ts';
+import type { RawRead, RawRoutes } from './raw-reads.ts';
 
 type Handler<G extends RouteGenericInterface> = RouteHandlerMethod<
   RawServerDefault,
@@ -69,9 +69,9 @@ interface EndpointOptions {
    * Answers a GET or HEAD from memory on the raw read path before Fastify, when it can (raw-reads.ts);
    * the GET route must answer the same, and should call the same reader first.
    */
-  readonly fast?: FastRead;
-  /** The memories `fast` answers from (default all): what the freshness gate catches up first. */
-  readonly fastMemories?: readonly Memory[];
+  readonly rawRead?: RawRead;
+  /** The memories `rawRead` answers from (default all): what the freshness gate catches up first. */
+  readonly rawReadMemories?: readonly Memory[];
 }
 
 /** The route as a metric label: the pattern without its regex (`/api/group/:id`). */
@@ -91,20 +91,20 @@ export type DeclareEndpoint = (options: EndpointOptions, declare: (routes: Endpo
 
 /**
  * The endpoint declarer of `app`; trusted origins get their CORS preflight answered (contract §7),
- * and endpoints with a fast reader are entered in `fast`.
+ * and endpoints with a raw reader are entered in `rawRoutes`.
  */
 export function apiEndpoints(
   app: FastifyInstance,
   trustedOrigins: ReadonlySet<string>,
-  fast: FastRoutes,
+  rawRoutes: RawRoutes,
 ): DeclareEndpoint {
-  return (options, declare) => declareEndpoint(app, trustedOrigins, fast, options, declare);
+  return (options, declare) => declareEndpoint(app, trustedOrigins, rawRoutes, options, declare);
 }
 
 function declareEndpoint(
   app: FastifyInstance,
   trustedOrigins: ReadonlySet<string>,
-  fast: FastRoutes,
+  rawRoutes: RawRoutes,
   options: EndpointOptions,
   declare: (routes: EndpointRoutes) => void,
 ): void {
@@ -152,10 +152,10 @@ function declareEndpoint(
     };
   }
   for (const add of declared.values()) add();
-  if (options.fast !== undefined) {
-    if (!declared.has('GET')) throw new Error(`${url}: a fast reader needs a GET route`);
-    const memories = options.fastMemories ?? ['sessions', 'groups'];
-    fast.add(url, { read: options.fast, memories, allow, label: routeLabel(url) });
+  if (options.rawRead !== undefined) {
+    if (!declared.has('GET')) throw new Error(`${url}: a raw reader needs a GET route`);
+    const memories = options.rawReadMemories ?? ['sessions', 'groups'];
+    rawRoutes.add(url, { read: options.rawRead, memories, allow, label: routeLabel(url) });
   }
 
   const description = JSON.stringify({ name: options.name, methods });

@@ -1,7 +1,7 @@
 // The raw read path: the hottest GETs answered on node's request, before Fastify, when the answer
 // needs no I/O beyond the freshness gate's catch-up (check is called on every page view of every
 // client; so are the group pages). Which URLs it answers, their Allow and their bodies are not
-// decided here: an endpoint declared with a `fast` reader (endpoints.ts) is entered in this table by
+// decided here: an endpoint declared with a `rawRead` reader (endpoints.ts) is entered in this table by
 // the same declaration that gives Fastify its routes, routed by the same router (find-my-way, with
 // Fastify's options), and its reader is the function that answers from memory.
 // Everything the reader does not answer (not kept in memory, no session on a group URL), a query
@@ -27,14 +27,14 @@ import { requestId } from './request-id.ts';
  * An answer from memory. `ascii`: the body is a string of ASCII characters only, sent as latin1
  * (no encoding to do); any other string is sent as UTF-8, a Buffer as it is.
  */
-export interface FastAnswer {
+export interface RawAnswer {
   readonly status: number;
   readonly body: string | Buffer;
   readonly ascii: boolean;
 }
 
-/** What a fast reader is given: the session cookie and the route's path parameters. */
-export interface FastRequest {
+/** What a raw reader is given: the session cookie and the route's path parameters. */
+export interface RawRequest {
   readonly sessionid: string | undefined;
   readonly params: Readonly<Record<string, string | undefined>>;
 }
@@ -44,10 +44,10 @@ export interface FastRequest {
  * session cookie it reads no memory (the raw path then runs it without a catch-up): what nobody may
  * read is answered, or left to Fastify, from the request alone.
  */
-export type FastRead = (request: FastRequest) => FastAnswer | undefined;
+export type RawRead = (request: RawRequest) => RawAnswer | undefined;
 
-interface FastRoute {
-  readonly read: FastRead;
+interface RawRoute {
+  readonly read: RawRead;
   /** The memories `read` answers from: what the gate catches up first. */
   readonly memories: readonly Memory[];
   readonly allow: string;
@@ -55,12 +55,12 @@ interface FastRoute {
   readonly label: string;
 }
 
-type Found = { readonly route: FastRoute; readonly params: FastRequest['params'] };
+type Found = { readonly route: RawRoute; readonly params: RawRequest['params'] };
 
-const NO_PARAMS: FastRequest['params'] = Object.freeze({});
+const NO_PARAMS: RawRequest['params'] = Object.freeze({});
 
-/** The endpoints with a fast reader, routed as Fastify routes them (ignoreTrailingSlash). */
-export class FastRoutes {
+/** The endpoints with a raw reader, routed as Fastify routes them (ignoreTrailingSlash). */
+export class RawRoutes {
   readonly #router = FindMyWay({ ignoreTrailingSlash: true, maxParamLength: Number.MAX_SAFE_INTEGER });
   /**
    * A URL without parameters, as written and with a trailing slash, to what the router finds for it
@@ -69,8 +69,8 @@ export class FastRoutes {
    */
   readonly #exact = new Map<string, Found>();
 
-  /** Enters an endpoint (endpoints.ts does, for every declaration with a `fast` reader). */
-  add(url: string, route: FastRoute): void {
+  /** Enters an endpoint (endpoints.ts does, for every declaration with a `rawRead` reader). */
+  add(url: string, route: RawRoute): void {
     this.#router.on('GET', url, () => undefined, route);
     if (!url.includes(':') && !url.includes('*')) {
       const bare = url.endsWith('/') ? url.slice(0, -1) : url;
@@ -82,12 +82,12 @@ export class FastRoutes {
     const exact = this.#exact.get(path);
     if (exact !== undefined) return exact;
     const found = this.#router.find('GET', path);
-    return found === null ? null : { route: found.store as FastRoute, params: found.params };
+    return found === null ? null : { route: found.store as RawRoute, params: found.params };
   }
 }
 
 export interface RawReadDeps {
-  readonly routes: FastRoutes;
+  readonly routes: RawRoutes;
   readonly trustedOrigins: ReadonlySet<string>;
   readonly hostAllowed: (host: string | undefined) => boolean;
   readonly metrics: RequestMetrics;
@@ -122,11 +122,11 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     const started = performance.now();
     const found = routes.find(url);
     if (found === null) return false;
-    const fast = { sessionid: readCookies(request.headers).sessionid, params: found.params };
+    const raw = { sessionid: readCookies(request.headers).sessionid, params: found.params };
     const { route } = found;
-    // No session, no memory to read (FastRead, contract §2): no catch-up either.
-    if (fast.sessionid === undefined) {
-      const result = route.read(fast);
+    // No session, no memory to read (RawRead, contract §2): no catch-up either.
+    if (raw.sessionid === undefined) {
+      const result = route.read(raw);
       if (result === undefined) return false;
       send(request, response, route, result, started);
       return true;
@@ -136,7 +136,7 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     const catchingUp = freshness.catchUp(memories);
     // Caught up already (SQLite): answer now, or leave it to Fastify at once.
     if (catchingUp === null) {
-      const result = freshness.answerFromMemory(() => route.read(fast), memories);
+      const result = freshness.answerFromMemory(() => route.read(raw), memories);
       if (result === undefined) return false;
       send(request, response, route, result, started);
       return true;
@@ -144,9 +144,9 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     // The reader runs once, after the catch-up (it would otherwise hash the session id twice).
     catchingUp.then(
       () => {
-        let result: FastAnswer | undefined;
+        let result: RawAnswer | undefined;
         try {
-          result = freshness.answerFromMemory(() => route.read(fast), memories);
+          result = freshness.answerFromMemory(() => route.read(raw), memories);
         } catch (err) {
           logger.error({ err }, 'raw read path failed');
         }
@@ -162,8 +162,8 @@ export function rawReads(deps: RawReadDeps): RawHandler {
   function send(
     request: IncomingMessage,
     response: ServerResponse,
-    route: FastRoute,
-    result: FastAnswer,
+    route: RawRoute,
+    result: RawAnswer,
     started: number,
   ): void {
     const { method, url = '' } = request;

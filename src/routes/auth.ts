@@ -8,7 +8,7 @@ import type { UsernameCase } from '../auth/username.ts';
 import { API_ERRORS, ApiError, FieldErrors, throttled } from '../http/api-errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
-import type { FastAnswer } from '../http/raw-reads.ts';
+import type { RawAnswer } from '../http/raw-reads.ts';
 import { csrfGuard, LOGGED_OUT, loggedOut, secureCookies, singleHeader } from '../http/route-helpers.ts';
 import type { SessionHooks } from '../http/session.ts';
 import type { LoginMetrics } from '../metrics/logins.ts';
@@ -25,9 +25,9 @@ export interface AuthRouteDeps {
 }
 
 /** contract §3: check's answer for the session's user, or nobody (403 ""). */
-const NOBODY: FastAnswer = Object.freeze({ status: 403, body: LOGGED_OUT, ascii: true });
+const NOBODY: RawAnswer = Object.freeze({ status: 403, body: LOGGED_OUT, ascii: true });
 
-function checkAnswer(username: string | null): FastAnswer {
+function checkAnswer(username: string | null): RawAnswer {
   return username === null ? NOBODY : { status: 200, body: JSON.stringify(username), ascii: false };
 }
 
@@ -90,13 +90,14 @@ export function registerAuthRoutes(endpoint: DeclareEndpoint, deps: AuthRouteDep
   };
 
   // contract §2: no cookie answers nobody without the store; a session kept in memory, from memory.
-  const fastCheck = ({ sessionid }: { sessionid: string | undefined }) => {
+  const checkFromMemory = ({ sessionid }: { sessionid: string | undefined }) => {
     const username = sessions.fromMemory(sessionid);
     return username === ASK_THE_STORE ? undefined : checkAnswer(username);
   };
   // The check reads the sessions alone: it waits for no catch-up of the groups.
-  endpoint({ url: '/api/auth/check', name: 'Check', fast: fastCheck, fastMemories: ['sessions'] }, (routes) =>
-    routes.get({ schema: AUTH_SCHEMAS.check, preHandler: deps.hooks.readSession }, check),
+  endpoint(
+    { url: '/api/auth/check', name: 'Check', rawRead: checkFromMemory, rawReadMemories: ['sessions'] },
+    (routes) => routes.get({ schema: AUTH_SCHEMAS.check, preHandler: deps.hooks.readSession }, check),
   );
   endpoint({ url: '/api/auth/login', name: 'Login', beforeBody: guard }, (routes) =>
     routes.post({ schema: AUTH_SCHEMAS.login }, doLogin),

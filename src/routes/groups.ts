@@ -7,7 +7,7 @@ import { groupDetail, myGroups, parseGroupId } from '../groups/read.ts';
 import { API_ERRORS, ApiError } from '../http/api-errors.ts';
 import type { DeclareEndpoint } from '../http/endpoints.ts';
 import { sendJson } from '../http/headers.ts';
-import type { FastAnswer, FastRequest } from '../http/raw-reads.ts';
+import type { RawAnswer, RawRequest } from '../http/raw-reads.ts';
 import { caller, type SessionHooks } from '../http/session.ts';
 import type { GroupStore } from '../store/group-types.ts';
 import type { FreshnessGate, GroupMemoryAnswers } from '../store/types.ts';
@@ -39,7 +39,7 @@ async function pageFromMemory(
 }
 
 /** 200 with the JSON from memory; a string is ASCII (GroupJson's contract), sent as latin1. */
-const fromMemory = (body: string | Buffer | undefined): FastAnswer | undefined =>
+const fromMemory = (body: string | Buffer | undefined): RawAnswer | undefined =>
   body === undefined ? undefined : { status: 200, body, ascii: typeof body === 'string' };
 
 /** The two group endpoints. */
@@ -48,11 +48,11 @@ export function registerGroupRoutes(endpoint: DeclareEndpoint, deps: GroupRouteD
   const { sessions, memory } = deps;
   // The raw read path's readers: a session kept in memory, and its answer from memory (nobody's 403
   // and an unknown group's 404 are the routes' to give).
-  const fastList = ({ sessionid }: FastRequest) => {
+  const listFromMemory = ({ sessionid }: RawRequest) => {
     const username = sessions.fromMemory(sessionid);
     return typeof username === 'string' ? fromMemory(memory?.list(username)) : undefined;
   };
-  const fastDetail = ({ sessionid, params }: FastRequest) => {
+  const detailFromMemory = ({ sessionid, params }: RawRequest) => {
     const username = sessions.fromMemory(sessionid);
     const id = parseGroupId(params['id'] ?? '');
     if (typeof username !== 'string' || id === null) return undefined;
@@ -61,7 +61,7 @@ export function registerGroupRoutes(endpoint: DeclareEndpoint, deps: GroupRouteD
   // Serialized by the route's response schema: exactly the contract's fields, nothing more. Memory
   // holds the same bytes already serialized (test/caches/groups-cached-json.test.ts compares the
   // two), sent as is with the same status and headers.
-  endpoint({ url: '/api/group', name: 'Group List', fast: fastList }, (routes) =>
+  endpoint({ url: '/api/group', name: 'Group List', rawRead: listFromMemory }, (routes) =>
     routes.get({ schema: GROUP_SCHEMAS.groupList, preHandler: requireSession }, async (request, reply) => {
       const username = caller(request);
       const json =
@@ -72,7 +72,7 @@ export function registerGroupRoutes(endpoint: DeclareEndpoint, deps: GroupRouteD
   );
   // contract §3: the id is [0-9]+, leading zeros allowed, of any length (app.ts: maxParamLength);
   // the route only matches digits, and the range is checked after the session, like DRF's lookup.
-  endpoint({ url: '/api/group/:id(^\\d+$)', name: 'Group Detail', fast: fastDetail }, (routes) =>
+  endpoint({ url: '/api/group/:id(^\\d+$)', name: 'Group Detail', rawRead: detailFromMemory }, (routes) =>
     routes.get<{ Params: { id: string } }>(
       { schema: GROUP_SCHEMAS.groupDetail, preHandler: requireSession },
       async (request, reply) => {
