@@ -437,7 +437,7 @@ export class Passkeys {
   ): Promise<'deleted' | 'deleted-current' | 'not-found'> {
     if (!PASSKEY_HANDLE_PATTERN.test(id)) return 'not-found';
     if (!(await this.#deps.store.remove(username, id))) return 'not-found';
-    const endedCurrent = await this.#deps.sessions.endSignedInWith(username, id, currentId);
+    const { endedCurrent } = await this.#deps.sessions.endSignedInWith(username, id, currentId);
     return endedCurrent ? 'deleted-current' : 'deleted';
   }
 

@@ -297,18 +297,23 @@ export class Sessions {
 
   /**
    * Ends the sessions of `username` that signed in with the passkey `handle` (contract §12: deleting
-   * a passkey ends them); returns whether the session `currentId` was among them.
+   * a passkey ends them); returns how many, and whether the session `currentId` was among them.
    */
-  async endSignedInWith(username: string, handle: string, currentId: string | undefined): Promise<boolean> {
+  async endSignedInWith(
+    username: string,
+    handle: string,
+    currentId: string | undefined,
+  ): Promise<{ readonly ended: number; readonly endedCurrent: boolean }> {
     const current = isWellFormedSessionId(currentId) ? hashSessionId(currentId) : null;
     const stored = await this.store.list(username, this.now());
+    let ended = 0;
     let endedCurrent = false;
     for (const s of stored) {
-      if (s.passkey !== handle) continue;
-      await this.store.delete(s.idHash);
+      if (s.passkey !== handle || !(await this.store.delete(s.idHash))) continue;
+      ended++;
       if (current?.equals(s.idHash) === true) endedCurrent = true;
     }
-    return endedCurrent;
+    return { ended, endedCurrent };
   }
 
   /** Ends every session of `username` (logout everywhere); returns how many. */

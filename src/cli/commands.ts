@@ -10,6 +10,7 @@ import { migrateStores } from '../store/open.ts';
 import type { Stores } from '../store/types.ts';
 import { type Command, CommandError, parseUsername, report, UsageError } from './command.ts';
 import { GROUP_COMMANDS } from './group-commands.ts';
+import { PASSKEY_COMMANDS } from './passkey-commands.ts';
 import { sessionStoreReport, sessionStoreWarnings } from './session-store-report.ts';
 import { SYNC_COMMANDS } from './sync-commands.ts';
 import { storedUsernameReport, usernameWarnings } from './username-report.ts';
@@ -244,4 +245,5 @@ export const COMMANDS: readonly Command[] = [
     async (stores, username) => ({ revoked: await revokeSessions(stores, username) }),
     (username, { revoked }) => `Ended ${revoked} sessions of ${username}.`,
   ),
+  ...PASSKEY_COMMANDS,
 ];

@@ -63,6 +63,10 @@ export function configReport(config: Config): {
   const tls = storeTls(config.store);
   settings['(database TLS)'] = tls.database;
   settings['(sessions TLS)'] = tls.sessions;
+  // contract §12: whether passkeys are on, for which relying party, or why not (PASSKEYS=auto).
+  settings['(passkeys)'] = config.passkeys.enabled
+    ? `on, relying party ${config.passkeys.rpId}, origins ${config.passkeys.origins.join(' ')}`
+    : `off: ${config.passkeys.why}`;
   const warnings: string[] = [];
   if (tls.database === 'not verified') {
     warnings.push(
@@ -126,10 +130,6 @@ export function configReport(config: Config): {
     warnings.push(
       `PUBLIC_URL=${config.publicUrl} is not https: the provider sends people back with their code in clear.`,
     );
-  }
-  // contract §12: auto leaves passkeys off without PUBLIC_URL's domain name; say so.
-  if (!config.passkeys.enabled && config.settings.PASSKEYS === 'auto') {
-    warnings.push(`Passkeys are off: ${config.passkeys.why}.`);
   }
   return {
     settings,

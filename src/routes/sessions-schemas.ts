@@ -28,9 +28,14 @@ const sessionView = {
     },
     ip: nullable("The login request's client address.", '192.0.2.10'),
     user_agent: nullable("The login request's User-Agent, cut at 256 characters.", 'Mozilla/5.0 …'),
+    method: {
+      type: ['string', 'null'],
+      enum: ['password', 'oidc', 'passkey', null],
+      description: 'How it signed in (contract §12); null for sessions started before this was recorded.',
+    },
     current: { type: 'boolean', description: 'The session of this request.' },
   },
-  required: ['id', 'created', 'last_seen', 'ip', 'user_agent', 'current'],
+  required: ['id', 'created', 'last_seen', 'ip', 'user_agent', 'method', 'current'],
   additionalProperties: false,
 } as const;
 

@@ -10,7 +10,11 @@ describe('/api/schema', () => {
   // biome-ignore lint/suspicious/noExplicitAny: an OpenAPI document is walked by path in these assertions.
   let doc: Record<string, any>;
   before(async () => {
-    t = await startTestApp({ authenticator: fakeAuthenticator({}) });
+    // With passkeys on (contract §12): a PUBLIC_URL whose host is a name.
+    t = await startTestApp({
+      authenticator: fakeAuthenticator({}),
+      env: { PUBLIC_URL: 'http://localhost:8000' },
+    });
     const response = await t.fastify.inject({ url: '/api/schema' });
     assert.equal(response.statusCode, 200);
     assert.equal(response.headers['allow'], 'GET, HEAD, OPTIONS');
@@ -40,6 +44,13 @@ describe('/api/schema', () => {
       // contract §10: sign-in at an identity provider.
       '/api/auth/oidc/{name}/callback': ['get'],
       '/api/auth/oidc/{name}/start': ['get'],
+      // contract §12: passkeys.
+      '/api/auth/passkeys': ['get', 'post'],
+      '/api/auth/passkeys/authentication': ['post'],
+      '/api/auth/passkeys/login': ['post'],
+      '/api/auth/passkeys/registration': ['post'],
+      '/api/auth/passkeys/settings': ['get', 'put'],
+      '/api/auth/passkeys/{id}': ['delete', 'patch'],
       '/api/auth/providers': ['get'],
       '/api/auth/sessions': ['get'],
       '/api/auth/sessions/{id}': ['delete'],
@@ -82,6 +93,7 @@ describe('/api/schema', () => {
       'id',
       'ip',
       'last_seen',
+      'method',
       'user_agent',
     ]);
     assert.equal(list.items.properties.id.minLength, 16);
@@ -92,5 +104,29 @@ describe('/api/schema', () => {
       '403',
       '503',
     ]);
+  });
+
+  test('contract §12: the passkeys are described field by field, the ceremonies by their WebAuthn JSON', () => {
+    const list =
+      doc['paths']['/api/auth/passkeys']['get']['responses']['200']['content']['application/json']['schema'];
+    assert.deepEqual(Object.keys(list.items.properties).sort(), [
+      'cloned',
+      'created',
+      'id',
+      'last_used',
+      'name',
+      'synced',
+      'transports',
+    ]);
+    const create = doc['paths']['/api/auth/passkeys']['post'];
+    assert.deepEqual(create.requestBody.content['application/json'].schema.required, ['credential']);
+    assert.deepEqual(Object.keys(create.responses).sort(), ['201', '400', '403', '413', '503']);
+    const login = doc['paths']['/api/auth/passkeys/login']['post'];
+    assert.deepEqual(Object.keys(login.responses).sort(), ['200', '400', '403', '413', '429', '503']);
+    const settings =
+      doc['paths']['/api/auth/passkeys/settings']['get']['responses']['200']['content']['application/json'][
+        'schema'
+      ];
+    assert.deepEqual(Object.keys(settings.properties).sort(), ['can_change', 'password_sign_in']);
   });
 });

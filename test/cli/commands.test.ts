@@ -41,6 +41,10 @@ const COMMAND_NAMES = [
   'sessions revoke',
   // contract §11.
   'sync groups',
+  // contract §12.
+  'passkeys list',
+  'passkeys remove',
+  'passkeys reset',
 ];
 
 const FIXTURE = {

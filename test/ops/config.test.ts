@@ -207,6 +207,47 @@ describe('clubhouse config check', () => {
     assert.ok(warnings.some((w) => w.includes('METRICS_PORT')));
   });
 
+  test('contract §12: says whether passkeys are on and why not; PASSKEYS=on without a usable PUBLIC_URL exits 2 naming it', async () => {
+    const imap = { IMAP_HOST: 'mail.example.org' };
+    const off = JSON.parse((await run(imap)).out);
+    assert.equal(
+      off.settings['(passkeys)'],
+      'off: PASSKEYS=auto: PUBLIC_URL is not set (the relying party id is its host)',
+    );
+    const byIp = JSON.parse((await run({ ...imap, PUBLIC_URL: 'https://192.0.2.1' })).out);
+    assert.match(
+      byIp.settings['(passkeys)'],
+      /^off: PASSKEYS=auto: PUBLIC_URL's host 192\.0\.2\.1 is an IP address/,
+    );
+    const on = JSON.parse(
+      (
+        await run({
+          ...imap,
+          PUBLIC_URL: 'https://club.example.org',
+          PASSKEY_ORIGINS: 'https://www.club.example.org',
+        })
+      ).out,
+    );
+    assert.equal(
+      on.settings['(passkeys)'],
+      'on, relying party club.example.org, origins https://club.example.org https://www.club.example.org',
+    );
+    const refusals: Record<string, string>[] = [
+      { PASSKEYS: 'on' },
+      { PASSKEYS: 'on', PUBLIC_URL: 'http://[::1]:8000' },
+    ];
+    for (const env of refusals) {
+      const refused = await run({ ...imap, ...env });
+      assert.equal(refused.code, 2, JSON.stringify(env));
+      assert.match(refused.err, /PUBLIC_URL/);
+    }
+    assert.equal(
+      JSON.parse((await run({ ...imap, PASSKEYS: 'off', PUBLIC_URL: 'https://club.example.org' })).out)
+        .settings['(passkeys)'],
+      'off: PASSKEYS=off',
+    );
+  });
+
   test('an invalid setting exits 2 naming it', async () => {
     const { code, err } = await run({ IMAP_TIMEOUT_MS: 'soon' });
     assert.equal(code, 2);
@@ -264,7 +305,7 @@ describe('the settings table', () => {
     GROUP_SYNC_MAX_REMOVALS: '25',
     GROUP_SYNC_TIMEOUT_MS: '60000',
     GROUP_SYNC_PAGE_SIZE: '100',
-    PASSKEYS: 'on',
+    PASSKEYS: 'off',
     PASSKEY_ORIGINS: 'https://www.club.example.org',
     PASSKEYS_RETIRE_PASSWORD: 'true',
     COOKIE_SECURE: 'true',
@@ -329,6 +370,10 @@ describe('the settings table', () => {
     GROUP_SYNC_MAX_REMOVALS: groups,
     GROUP_SYNC_TIMEOUT_MS: groups,
     GROUP_SYNC_PAGE_SIZE: groups,
+    // contract §12: passkeys are on (auto) once PUBLIC_URL names a host.
+    PASSKEYS: { PUBLIC_URL: 'https://club.example.org' },
+    PASSKEY_ORIGINS: { PUBLIC_URL: 'https://club.example.org' },
+    PASSKEYS_RETIRE_PASSWORD: { PUBLIC_URL: 'https://club.example.org' },
   };
   const withoutTable = (config: ReturnType<typeof loadConfig>) => {
     const { settings: _settings, ...rest } = config;
