@@ -51,6 +51,8 @@ const SQL_TABLES = [
   'known_clients',
   'memberships',
   'groups',
+  'passkeys',
+  'passkey_users',
   'users',
   'sync_leases',
 ];
