@@ -33,6 +33,26 @@ const BARRIER_TIMEOUT_MS = 2000;
 /** How often an instance whose events stopped tries to get them flowing again. */
 const REARM_MS = 5000;
 
+/**
+ * Calls `expired` once `ms` have passed and the process has then read what its sockets hold.
+ * Timers run before the event loop polls its sockets: a process that did not run for `ms` (a crowded
+ * host, a long collection) would otherwise find a barrier's deadline passed while the barrier's event
+ * sits unread in the subscribed socket, and turn its memory off for nothing. So the verdict waits for
+ * one poll after the deadline (setImmediate runs after it); `cancel` stops it.
+ */
+function deadlineAfterPoll(ms: number, expired: () => void): { cancel(): void } {
+  let immediate: NodeJS.Immediate | null = null;
+  const timer = setTimeout(() => {
+    immediate = setImmediate(expired);
+  }, ms);
+  return {
+    cancel() {
+      clearTimeout(timer);
+      if (immediate !== null) clearImmediate(immediate);
+    },
+  };
+}
+
 /** The flags `current` lacks among those the memory needs (`A` counts for g, h, x and e). */
 export function missingEventFlags(current: string): string {
   const has = (flag: string) => current.includes(flag) || (flag !== 'K' && current.includes('A'));
@@ -148,13 +168,13 @@ export class SessionKeyEvents {
     const key = `${this.#barrierPrefix}${++this.#barriers}`;
     if (!this.#flowing) return { key, passed: Promise.reject(new Error('key events do not flow')) };
     const passed = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const deadline = deadlineAfterPoll(BARRIER_TIMEOUT_MS, () => {
         this.#awaited.delete(key);
         reject(new Error('no barrier event'));
         this.#stop('a barrier event did not arrive');
-      }, BARRIER_TIMEOUT_MS);
+      });
       this.#awaited.set(key, () => {
-        clearTimeout(timer);
+        deadline.cancel();
         this.#awaited.delete(key);
         resolve();
       });
@@ -196,9 +216,9 @@ export class SessionKeyEvents {
       await subscriber.psubscribe(`${globLiteral(this.#channelPrefix + this.#sessionPrefix)}*`);
       const key = `${this.#barrierPrefix}arm`;
       const arrived = new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error('no event')), BARRIER_TIMEOUT_MS);
+        const deadline = deadlineAfterPoll(BARRIER_TIMEOUT_MS, () => reject(new Error('no event')));
         this.#awaited.set(key, () => {
-          clearTimeout(timer);
+          deadline.cancel();
           this.#awaited.delete(key);
           resolve();
         });
