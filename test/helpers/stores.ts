@@ -51,6 +51,7 @@ const SQL_TABLES = [
   'known_clients',
   'memberships',
   'groups',
+  // contract §12: they name users.
   'passkeys',
   'passkey_users',
   'users',
