@@ -155,8 +155,7 @@ interface Tab {
  * A fresh browser context (no cookies) and page that records every console error and uncaught
  * exception. The only console errors allowed are Chromium's "Failed to load resource" lines for
  * /api answers that are refusals by design (check's 403 when signed out, a failed login's 403/429,
- * an unknown group's 404, a group's 403 once the session was ended from another device, the passkey
- * endpoints' 404 while passkeys are off).
+ * an unknown group's 404, a group's 403 once the session was ended from another device).
  */
 async function openTab(viewport = DESKTOP, userAgent?: string): Promise<Tab> {
   assert.ok(browser !== undefined, 'browser launched');
@@ -176,10 +175,8 @@ async function openTab(viewport = DESKTOP, userAgent?: string): Promise<Tab> {
     const status = /^Failed to load resource: the server responded with a status of (\d+) /.exec(
       message.text(),
     )?.[1];
-    // Passkeys are off here (no PUBLIC_URL): their endpoints' 404 is how the client learns it (contract §12).
     const expectedRefusal =
       ((status === '403' || status === '429') && where.startsWith(`${baseUrl()}/api/auth/`)) ||
-      (status === '404' && where.startsWith(`${baseUrl()}/api/auth/passkeys`)) ||
       ((status === '404' || status === '403') && where.startsWith(`${baseUrl()}/api/group/`));
     if (!expectedRefusal) problems.push(`console ${message.type()}: ${message.text()} (${where})`);
   });

@@ -184,8 +184,6 @@ async function openDevice(
     viewport: typeof DESKTOP;
     userAgent: string;
     autofill: boolean;
-    /** With passkeys off, their endpoints' 404s are refusals by design too. */
-    passkeysOff?: boolean;
   },
 ): Promise<Device> {
   assert.ok(browser !== undefined, 'browser launched');
@@ -212,11 +210,7 @@ async function openDevice(
       message.text(),
     )?.[1];
     // Refusals by design: check's 403 when signed out, a refused login's 403.
-    const expectedRefusal =
-      (status === '403' && where.startsWith(`${origin.url}/api/auth/`)) ||
-      (options.passkeysOff === true &&
-        status === '404' &&
-        where.startsWith(`${origin.url}/api/auth/passkeys`));
+    const expectedRefusal = status === '403' && where.startsWith(`${origin.url}/api/auth/`);
     if (!expectedRefusal) problems.push(`console ${message.type()}: ${message.text()} (${where})`);
   });
   const cdp = await context.newCDPSession(page);
@@ -591,7 +585,6 @@ describe(`web client: the offer, and passkeys off [${SQLITE.name}]`, () => {
         viewport: DESKTOP,
         userAgent: LAPTOP_UA,
         autofill: true,
-        passkeysOff: true,
       });
       try {
         const page = laptop.page;

@@ -197,15 +197,17 @@ interface Provider {
   readonly label: string;
 }
 
-/** How the sign-in page can sign people in: the providers' buttons, and whether a password form. */
+/** How the sign-in page can sign people in: the providers' buttons, whether a password form and passkeys. */
 export interface SignInMethods {
   readonly providers: readonly Provider[];
   readonly passwordLogin: boolean;
+  /** contract §12: passkeys are on here (`X-Passkeys`); off, the client shows none. */
+  readonly passkeys: boolean;
 }
 
 /**
  * GET /api/auth/providers (contract §10). When it cannot be read, the password form alone, as before
- * identity providers: signing in with a password says what is wrong, if anything.
+ * identity providers and passkeys: signing in with a password says what is wrong, if anything.
  */
 export async function signInMethods(): Promise<SignInMethods> {
   try {
@@ -214,11 +216,15 @@ export async function signInMethods(): Promise<SignInMethods> {
       credentials: 'same-origin',
       cache: 'no-store',
     });
-    if (!response.ok) return { providers: [], passwordLogin: true };
+    if (!response.ok) return { providers: [], passwordLogin: true, passkeys: false };
     const providers = (await response.json()) as Provider[];
-    return { providers, passwordLogin: response.headers.get('x-password-login') !== 'false' };
+    return {
+      providers,
+      passwordLogin: response.headers.get('x-password-login') !== 'false',
+      passkeys: response.headers.get('x-passkeys') === 'true',
+    };
   } catch {
-    return { providers: [], passwordLogin: true };
+    return { providers: [], passwordLogin: true, passkeys: false };
   }
 }
 

@@ -81,8 +81,8 @@ let signInFailed = false;
 /** Bumped on every page change, so an answer that arrives late cannot paint over a newer page. */
 let generation = 0;
 /**
- * contract §12: whether passkeys are on here (their endpoints answer 404 when off, and then the
- * client shows no passkey anywhere); null until an answer said so.
+ * contract §12: whether passkeys are on here (`X-Passkeys` beside the providers; off, their endpoints
+ * answer 404 and the client shows no passkey anywhere); null until an answer said so.
  */
 let passkeysOn: boolean | null = null;
 /** Set by a password sign-in: the next page offers to create a passkey (contract §12). */
@@ -97,13 +97,13 @@ async function showLogin(notice?: string): Promise<void> {
   const mine = ++generation;
   cancelPasskeyCeremony();
   methods ??= signInMethods();
-  // contract §12: the options of a passkey sign-in, fetched with the page: they say whether passkeys
-  // are on here (404: off), and the username field's autofill offers the passkeys with them.
-  const options = webAuthnHere() && passkeysOn !== false ? passkeyAuthenticationOptions() : null;
-  const [known, offered] = await Promise.all([methods, options]);
+  const known = await methods;
+  passkeysOn ??= known.passkeys;
+  // contract §12: the options of a passkey sign-in, fetched with the page: the username field's
+  // autofill offers the passkeys with them.
+  const offered = webAuthnHere() && passkeysOn ? await passkeyAuthenticationOptions() : null;
   if (mine !== generation) return;
   if (offered !== null && offered.status === 404) passkeysOn = false;
-  else if (offered?.ok === true) passkeysOn = true;
   const error = signInFailed ? 'Signing in at your organisation did not work. Please try again.' : undefined;
   signInFailed = false;
   const next = `${location.pathname}${location.search}`;
@@ -317,12 +317,11 @@ async function switchPasswordSignIn(on: boolean, input: HTMLInputElement): Promi
   passkeyChangeFailed(result, on ? 'Turning password sign-in on' : 'Turning password sign-in off');
 }
 
-/** Whether passkeys are on here, asked once while signed in (the settings endpoint: 404 when off). */
+/** Whether passkeys are on here, read once with the sign-in methods (`X-Passkeys`, contract §12). */
 async function knowPasskeys(): Promise<void> {
   if (passkeysOn !== null) return;
-  const result = await passkeySettings();
-  if (result.ok) passkeysOn = true;
-  else if (result.status === 404) passkeysOn = false;
+  methods ??= signInMethods();
+  passkeysOn = (await methods).passkeys;
 }
 
 const OFFER_KEY = 'clubhouse.passkey-offered:';
