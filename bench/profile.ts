@@ -2,8 +2,8 @@
 // node:http server sending clubhouse's own answers, bench/machinery/baseline.ts), case by case. Seeds
 // the bench's database (1 000 000 sessions, 100 000 groups), starts clubhouse as `npm start` runs it
 // (its default settings) and the baseline, each with node's --cpu-prof, loads each with the bench's
-// wrk scripts (a 2 s warm-up, then the measured run), stops it (the profile is written at exit), and
-// prints, from the samples of the measured run only, each side's time per request by file and by
+// wrk scripts (a warm-up of at least 2 s that reads every session of the rotation twice, then the
+// measured run), stops it (the profile is written at exit), and prints, from the samples of the measured run only, each side's time per request by file and by
 // function: what clubhouse does that the baseline does not. PROFILE_CASES=check,no-cookie,groups,
 // detail (default: all), PROFILE_SECONDS (default 10). The .cpuprofile files are kept (paths
 // printed) for a flame graph in Chrome's DevTools or speedscope. A sample is wall time on the main
@@ -54,8 +54,8 @@ function fileOf(url: string): string {
 }
 
 /**
- * Time (µs) by function and by file of the samples taken after the first request plus the warm-up:
- * the measured run alone (start-up and module loading left out).
+ * Time (µs) by function and by file of the samples of the measured run alone: the last SECONDS up to
+ * the last sample that served a request (start-up, module loading and the warm-up left out).
  */
 function measured(profile: Profile) {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
@@ -68,14 +68,19 @@ function measured(profile: Profile) {
     return false;
   };
   let clock = 0;
-  let from = Number.POSITIVE_INFINITY;
+  let lastServing = 0;
+  profile.samples.forEach((id, i) => {
+    clock += profile.timeDeltas[i] ?? 0;
+    if (serving(id)) lastServing = clock;
+  });
+  const from = lastServing - SECONDS * 1e6;
   const byFunction = new Map<string, number>();
   const byFile = new Map<string, number>();
   let idle = 0;
+  clock = 0;
   profile.samples.forEach((id, i) => {
     clock += profile.timeDeltas[i] ?? 0;
-    if (from === Number.POSITIVE_INFINITY && serving(id)) from = clock + WARMUP_SECONDS * 1e6;
-    if (clock < from) return;
+    if (clock < from || clock > lastServing) return;
     const us = profile.timeDeltas[i + 1] ?? 0;
     const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
     if (functionName === '(idle)') {
@@ -131,7 +136,15 @@ async function profiled(
 ): Promise<Side> {
   const url = `${server.url}${load.path}`;
   const wrk = { url, script: load.script, loadFile, connections: 50, threads: 2 };
-  await runWrk({ ...wrk, seconds: WARMUP_SECONDS });
+  // Until every session of the rotation was read twice (on a crowded host a few seconds are not enough).
+  const least =
+    2 *
+    readFileSync(loadFile, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '').length;
+  let warm = (await runWrk({ ...wrk, seconds: WARMUP_SECONDS })).requests;
+  for (let seconds = WARMUP_SECONDS; warm < least && seconds < 90; seconds++)
+    warm += (await runWrk({ ...wrk, seconds: 1 })).requests;
   const run = await runWrk({ ...wrk, seconds: SECONDS });
   await server.stop();
   const file = readdirSync(dir).find((entry) => entry.endsWith('.cpuprofile'));

@@ -4,7 +4,7 @@
 // ratios.svg. BENCH_QUICK=1 shortens every round for a smoke run (bench/results/quick.md).
 // BENCH_ONLY=login,memory (a comma-separated subset of the names in machinery/options.ts) runs only
 // those cases at the real schedule, into bench/results/only-<cases>.md.
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ensureDebianPackage } from '../test/helpers/apt.ts';
@@ -26,6 +26,7 @@ import {
   LOGIN_CONCURRENCY,
   ONLY,
   QUICK,
+  RECORDED_FILE,
   REPORT_FILE,
   runs,
   SCHEDULE,
@@ -38,7 +39,7 @@ import { WRK_BIN } from './machinery/wrk.ts';
 import { type CaseResult, memoryVerdict } from './report/case-rows.ts';
 import { renderChart } from './report/chart.ts';
 import { machineLines, settingsLine } from './report/machine.ts';
-import { type CaseRow, fixed, type MemoryRow, MIB, renderReport } from './report/markdown.ts';
+import { type CaseRow, fixed, type MemoryRow, MIB, recordedRun, renderReport } from './report/markdown.ts';
 
 function log(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -60,6 +61,10 @@ const idleAfterStart = async (server: Server) => {
 async function main(cleanup: Cleanup): Promise<{ report: string; chart: string }> {
   const loadBefore = os.loadavg()[0]!;
   const startedAt = new Date();
+  // Read before this run overwrites it (a full run writes the same file).
+  const recorded = existsSync(RECORDED_FILE)
+    ? recordedRun(readFileSync(RECORDED_FILE, 'utf8'), path.relative(process.cwd(), RECORDED_FILE))
+    : null;
   await ensureDebianPackage(WRK_BIN, 'wrk');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'clubhouse-bench-'));
   removeOnExit(dir);
@@ -168,6 +173,7 @@ async function main(cleanup: Cleanup): Promise<{ report: string; chart: string }
   }
   const report = renderReport({
     cores: os.availableParallelism(),
+    recorded,
     machine: machineLines(startedAt, loadBefore, big.seconds),
     method: [
       `wrk -t${THREADS} -c${CONNECTIONS} (two instances: one wrk -t1 -c25 each, at once); logins: a closed loop ` +

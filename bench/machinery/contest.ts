@@ -1,5 +1,6 @@
 // What every case shares: the context it runs in, and how its sides are measured (alternating
 // rounds, with the resident memory of each side sampled meanwhile).
+import { readFileSync } from 'node:fs';
 import type { Dovecot } from '../../test/helpers/dovecot.ts';
 import { alternate, type Contender, type Schedule, type Side } from './compare.ts';
 import { wrkLoad } from './measures.ts';
@@ -42,7 +43,13 @@ export function wrkContestant(
   urlPath: string,
   loadFile: string,
 ): Contestant {
-  return { label, measure: wrkLoad(server, script, urlPath, loadFile), pids: [server.pid] };
+  // Every session of the rotation read twice before a round (compare.ts: warmUp).
+  const warmupRequests =
+    2 *
+    readFileSync(loadFile, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '').length;
+  return { label, measure: wrkLoad(server, script, urlPath, loadFile), pids: [server.pid], warmupRequests };
 }
 
 /** Runs the sides in alternating rounds; returns each side and its sampled peak RSS (bytes). */

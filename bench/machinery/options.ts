@@ -41,6 +41,8 @@ for (const name of ONLY) {
 export const runs = (name: CaseName): boolean => ONLY.length === 0 || ONLY.includes(name);
 
 const RESULTS = path.join(import.meta.dirname, '..', 'results');
+/** The last recorded full run: each report says how far this machine's reference costs are from its. */
+export const RECORDED_FILE = path.join(RESULTS, 'latest.md');
 // A smoke or focused run must not overwrite the figures of a full one.
 export const REPORT_FILE = path.join(
   RESULTS,

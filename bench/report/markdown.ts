@@ -41,9 +41,24 @@ export interface MemoryRow {
   readonly verdict: Verdict | null;
 }
 
+/** The reference's CPU per request of each row, as the last recorded run reported it. */
+export interface RecordedRun {
+  /** The file it was read from, relative to the repository, and the date and commit it names. */
+  readonly source: string;
+  readonly date: string;
+  readonly commit: string;
+  /** Row name → the reference's CPU µs per request. */
+  readonly referenceCpuUs: ReadonlyMap<string, number>;
+}
+
+/** Beyond this factor either way, a row's reference cost says the machine differs from the last recorded run's. */
+const MACHINE_DRIFT = 1.5;
+
 export interface Report {
   /** CPUs of the machine. */
   readonly cores: number;
+  /** The last recorded full run, to say how this machine compares (null: none readable). */
+  readonly recorded: RecordedRun | null;
   readonly machine: readonly string[];
   readonly method: readonly string[];
   /** What each server was started with (every other setting at its default). */
@@ -82,8 +97,64 @@ function mib(bytes: number | null | undefined): string {
 }
 
 /** CPU µs per request of a side (its server processes' user + system time / requests). */
+function cpuUsOf(side: Side): number {
+  return perRequest(side, (r) => r.serverCpuSeconds) * 1e6;
+}
+
 function cpuUs(side: Side): string {
-  return fixed(perRequest(side, (r) => r.serverCpuSeconds) * 1e6, 0);
+  return fixed(cpuUsOf(side), 0);
+}
+
+/**
+ * The machine note of a row: its reference's CPU per request here and in the last recorded run, and a
+ * warning when the two differ by more than MACHINE_DRIFT (the figures then come from a machine that
+ * runs even the bare server at another cost: a busier or slower one, or a quieter one).
+ */
+function machineNote(
+  row: CaseRow,
+  recorded: RecordedRun | null,
+): { note: string; drift: string | null } | null {
+  if (row.comparison === null) return null;
+  const { reference } = row.comparison;
+  const here = cpuUsOf(reference);
+  if (!Number.isFinite(here)) return null;
+  const unit = row.unit === 'req/s' ? 'request' : 'login';
+  const before = recorded?.referenceCpuUs.get(row.name);
+  const own = `${reference.label} CPU per ${unit} ${fixed(here, 1)} µs`;
+  if (recorded === null || before === undefined || !(before > 0))
+    return { note: `${own} (no figure for this row in the last recorded run)`, drift: null };
+  const factor = here / before;
+  const note = `${own}; ${fixed(before, 0)} µs in the last recorded run (${recorded.date}, ${recorded.commit}): ${fixed(factor, 2)}×`;
+  const far = factor > MACHINE_DRIFT || factor < 1 / MACHINE_DRIFT;
+  return {
+    note: far
+      ? `${note}. **Warning: the reference costs ${factor > 1 ? `${fixed(factor, 1)}× more` : `${fixed(1 / factor, 1)}× less`} per ${unit} than in the last recorded run: these figures come from a ${factor > 1 ? 'slower or busier' : 'faster or quieter'} machine**`
+      : note,
+    drift: far ? `${row.name} (${fixed(factor, 2)}×)` : null,
+  };
+}
+
+/**
+ * The reference's CPU per request of each row of a report written by renderReport (its case table's
+ * "Reference CPU per request" column), with the run's date and commit; null when none can be read.
+ */
+export function recordedRun(markdown: string, source: string): RecordedRun | null {
+  const date = /^- Date (\S+); commit (\S+)/m.exec(markdown);
+  const lines = markdown.split('\n');
+  const header = lines.findIndex(
+    (line) => line.startsWith('| Case |') && line.includes('Reference CPU per request'),
+  );
+  if (date === null || header < 0) return null;
+  const cells = (line: string) => line.split(' | ').map((cell) => cell.replace(/^\| ?| ?\|$/g, '').trim());
+  const column = cells(lines[header]!).indexOf('Reference CPU per request');
+  const referenceCpuUs = new Map<string, number>();
+  for (const line of lines.slice(header + 2)) {
+    if (!line.startsWith('| ')) break;
+    const row = cells(line);
+    const us = Number.parseFloat(row[column] ?? '');
+    if (Number.isFinite(us)) referenceCpuUs.set(row[0]!, us);
+  }
+  return { source, date: date[1]!.slice(0, 16).replace('T', ' '), commit: date[2]!, referenceCpuUs };
 }
 
 /** The whole file. */
@@ -121,7 +192,21 @@ export function renderReport(report: Report): string {
         `${mib(row.peakRss?.subject)} / ${mib(row.peakRss?.reference)} MiB | ${rate(sub.non2xx)} |`,
     );
   }
-  const notes = report.cases.flatMap((row) => row.notes.map((note) => `- ${row.name}: ${note}`));
+  const machine = report.cases.map((row) => machineNote(row, report.recorded));
+  const notes = report.cases.flatMap((row, i) =>
+    [...(machine[i] === null ? [] : [machine[i]!.note]), ...row.notes].map(
+      (note) => `- ${row.name}: ${note}`,
+    ),
+  );
+  const drifts = machine.flatMap((m) => (m?.drift === null || m === null ? [] : [m.drift]));
+  if (drifts.length > 0) {
+    lines.push(
+      '',
+      `**Warning: this machine is not the last recorded run's.** The reference's own CPU per request is more than ` +
+        `${MACHINE_DRIFT}× away from ${report.recorded!.source} (${report.recorded!.date}) in ${drifts.join(', ')}: ` +
+        'compare the ratios, not the rates, with that run, and read them as taken on a different machine.',
+    );
+  }
   if (notes.length > 0) lines.push('', ...notes);
 
   lines.push(

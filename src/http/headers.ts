@@ -56,6 +56,32 @@ export function responseHeaderList(target: ResponseTarget, trustedOrigins: Reado
   return list;
 }
 
+/**
+ * The headers of the raw read path's answers from one endpoint, for a request without CORS headers:
+ * responseHeaderList for an /api URL, then `tail` (the endpoint's fixed headers) and content-length,
+ * built once. A request fills in its id and length in a copy of the template (no header list is
+ * assembled per request).
+ */
+export class ApiHeaderTemplate {
+  readonly #template: readonly string[];
+  readonly #idAt: number;
+  readonly #lengthAt: number;
+
+  constructor(tail: readonly string[]) {
+    this.#template = [...API_LIST, 'x-request-id', '', ...tail, 'content-length', ''];
+    this.#idAt = API_LIST.length + 1;
+    this.#lengthAt = this.#template.length - 1;
+  }
+
+  /** The list for a request with `requestId` and a body of `length` bytes. */
+  list(requestId: string, length: number): string[] {
+    const list = this.#template.slice();
+    list[this.#idAt] = requestId;
+    list[this.#lengthAt] = String(length);
+    return list;
+  }
+}
+
 /** Sends an already-serialized JSON body (a Buffer holds UTF-8: Fastify adds the charset only to strings). */
 export function sendJson(reply: FastifyReply, status: number, body: string | Buffer): FastifyReply {
   return reply.code(status).type(JSON_CONTENT_TYPE).send(body);

@@ -20,7 +20,7 @@ import type { RequestMetrics } from '../metrics/requests.ts';
 import type { FreshnessGate, Memory } from '../store/types.ts';
 import { logArrival, logCompletion } from './access-log.ts';
 import { hasOneHost } from './allowed-hosts.ts';
-import { JSON_CONTENT_TYPE, responseHeaderList } from './headers.ts';
+import { ApiHeaderTemplate, JSON_CONTENT_TYPE, responseHeaderList } from './headers.ts';
 import { requestId } from './request-id.ts';
 
 /**
@@ -113,6 +113,16 @@ export type RawHandler = (
 /** The raw read handler over the endpoints entered in `deps.routes`. */
 export function rawReads(deps: RawReadDeps): RawHandler {
   const { logger, accessLog, routes } = deps;
+  /** Each route's headers without CORS (the usual request: same origin), built at its first answer. */
+  const templates = new WeakMap<RawRoute, ApiHeaderTemplate>();
+  const templateOf = (route: RawRoute) => {
+    let template = templates.get(route);
+    if (template === undefined) {
+      template = new ApiHeaderTemplate(['allow', route.allow, 'content-type', JSON_CONTENT_TYPE]);
+      templates.set(route, template);
+    }
+    return template;
+  };
   return (request, response, fallback) => {
     const { method, url } = request;
     if ((method !== 'GET' && method !== 'HEAD') || url === undefined || deps.closing()) return false;
@@ -169,13 +179,17 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     const { method, url = '' } = request;
     const id = requestId(request);
     logArrival(logger, request, id);
-    const headers = responseHeaderList(
-      { url, requestId: id, origin: request.headers.origin },
-      deps.trustedOrigins,
-    );
     const { body, ascii } = result;
     const length = typeof body === 'string' && !ascii ? Buffer.byteLength(body) : body.length;
-    headers.push('allow', route.allow, 'content-type', JSON_CONTENT_TYPE, 'content-length', String(length));
+    const { origin } = request.headers;
+    let headers: string[];
+    // Only a trusted Origin adds headers (cors.ts): any other request's are the route's template.
+    if (origin === undefined || !deps.trustedOrigins.has(origin))
+      headers = templateOf(route).list(id, length);
+    else {
+      headers = responseHeaderList({ url, requestId: id, origin }, deps.trustedOrigins);
+      headers.push('allow', route.allow, 'content-type', JSON_CONTENT_TYPE, 'content-length', String(length));
+    }
     response.writeHead(result.status, headers);
     if (method === 'HEAD') response.end();
     else response.end(body, ascii ? 'latin1' : 'utf8');

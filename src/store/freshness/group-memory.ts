@@ -26,18 +26,89 @@ export const GROUP_MEMORY_LIMITS = {
   groupBytes: 48 * 1024 * 1024,
   membershipBytes: 16 * 1024 * 1024,
   membershipsPerUser: 1000,
+  // The users' built lists: 10 000 users of 20 groups (the benchmark's) take 52 MiB.
+  listBytes: 64 * 1024 * 1024,
 } as const;
 
-export type GroupMemoryLimits = { readonly [K in keyof typeof GROUP_MEMORY_LIMITS]: number };
+/** The bounds; `listBytes` may be left out (GROUP_MEMORY_LIMITS'). */
+export type GroupMemoryLimits = {
+  readonly [K in Exclude<keyof typeof GROUP_MEMORY_LIMITS, 'listBytes'>]: number;
+} & {
+  readonly listBytes?: number;
+};
+
+/** A kept list's own share beside its bytes: the Buffer, the BuiltList and the Map entry. */
+const LIST_OVERHEAD = 240;
+
+/**
+ * A group's JSON as kept: its bytes in a chunk of the arena, and whether they are ASCII (then read
+ * back as a string, else as the UTF-8 Buffer GroupJson wrote).
+ */
+interface Kept {
+  readonly chunk: Buffer;
+  readonly start: number;
+  readonly end: number;
+  readonly ascii: boolean;
+}
+
+const ARENA_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * The groups' JSON off the V8 heap: appended to 1 MiB chunks, never moved (a chunk is freed when no
+ * Kept points into it). 100 000 groups of about 300 bytes were as many strings on the heap: 30 MiB
+ * more for every full collection to mark, and for the heap's growth to be sized on.
+ */
+class JsonArena {
+  #chunk: Buffer | null = null;
+  #used = 0;
+  /** Bytes appended since the last clear (kept or not). */
+  appended = 0;
+
+  put(json: JsonBytes): Kept {
+    const ascii = typeof json === 'string';
+    const length = json.length;
+    if (this.#chunk === null || this.#used + length > this.#chunk.length) {
+      this.#chunk = Buffer.allocUnsafeSlow(Math.max(ARENA_CHUNK_BYTES, length));
+      this.#used = 0;
+    }
+    const chunk = this.#chunk;
+    const start = this.#used;
+    if (ascii) chunk.write(json, start, 'latin1');
+    else json.copy(chunk, start);
+    this.#used += length;
+    this.appended += length;
+    return { chunk, start, end: start + length, ascii };
+  }
+
+  clear(): void {
+    this.#chunk = null;
+    this.#used = 0;
+    this.appended = 0;
+  }
+}
+
+/** The kept JSON as GroupJson reads it: a string when ASCII, else its UTF-8 bytes (a view: not to be changed). */
+const bytesOf = (kept: Kept): JsonBytes =>
+  kept.ascii
+    ? kept.chunk.toString('latin1', kept.start, kept.end)
+    : kept.chunk.subarray(kept.start, kept.end);
 
 /** The same bytes (a group unchanged since it was kept). */
-const same = (a: JsonBytes, b: JsonBytes) =>
-  typeof a === 'string' ? a === b : typeof b !== 'string' && a.equals(b);
+const same = (kept: Kept, json: JsonBytes) =>
+  typeof json === 'string'
+    ? kept.ascii && kept.end - kept.start === json.length && bytesOf(kept) === json
+    : !kept.ascii && json.equals(kept.chunk.subarray(kept.start, kept.end));
 
 /** A user's memberships: group ids ascending, and the status of each. */
 interface Memberships {
   readonly ids: Int32Array;
   readonly statuses: Uint8Array;
+}
+
+/** A user's list answer, and the memberships it was built from. */
+interface BuiltList {
+  readonly of: Memberships;
+  readonly bytes: Buffer;
 }
 
 /** One membership row as a store read it: the group, and the user's status in it. */
@@ -55,13 +126,25 @@ class WeighedMap<K, V> {
   readonly #entries = new Map<K, V>();
   readonly #budget: number;
   readonly #weigh: (value: V) => number;
+  readonly #whenFull: 'evict' | 'refuse';
   #total = 0;
-  constructor(budget: number, weigh: (value: V) => number) {
+  /**
+   * `whenFull`: 'evict' makes room by dropping the oldest entries; 'refuse' keeps what is there and
+   * does not keep the new entry (for values that can be rebuilt from other entries: a working set
+   * read in rotation that is just over the budget then still hits on most reads, where oldest-first
+   * would miss on every one).
+   */
+  constructor(budget: number, weigh: (value: V) => number, whenFull: 'evict' | 'refuse' = 'evict') {
     this.#budget = budget;
     this.#weigh = weigh;
+    this.#whenFull = whenFull;
   }
   get(key: K): V | undefined {
     return this.#entries.get(key);
+  }
+  /** The entries, oldest first (a copy: set() may be called while walking it). */
+  entries(): [K, V][] {
+    return [...this.#entries];
   }
   set(key: K, value: V): void {
     const old = this.#entries.get(key);
@@ -71,6 +154,7 @@ class WeighedMap<K, V> {
     }
     const weight = this.#weigh(value);
     if (weight > this.#budget) return;
+    if (this.#whenFull === 'refuse' && this.#total + weight > this.#budget) return;
     this.#entries.set(key, value);
     this.#total += weight;
     while (this.#total > this.#budget) {
@@ -78,6 +162,16 @@ class WeighedMap<K, V> {
       this.#entries.delete(oldest);
       this.#total -= this.#weigh(evicted);
     }
+  }
+  /** Whether an entry of `weight` would be kept now. */
+  fits(weight: number): boolean {
+    return this.#whenFull === 'evict' ? weight <= this.#budget : this.#total + weight <= this.#budget;
+  }
+  delete(key: K): void {
+    const old = this.#entries.get(key);
+    if (old === undefined) return;
+    this.#entries.delete(key);
+    this.#total -= this.#weigh(old);
   }
   clear(): void {
     this.#entries.clear();
@@ -104,10 +198,19 @@ export class GroupMemory {
   readonly #json: GroupJson;
   readonly #window: AnswerWindow;
   readonly limits: GroupMemoryLimits;
-  // Approximate bytes: the JSON's (its length, JsonBytes), and the string's (a Buffer's) and the Map
-  // entry's own share.
-  readonly #groups: WeighedMap<number, JsonBytes>;
+  // Approximate bytes: the JSON's (in the arena), and the Kept's and the Map entry's own share.
+  readonly #groups: WeighedMap<number, Kept>;
+  readonly #arena = new JsonArena();
   readonly #members: WeighedMap<string, Memberships>;
+  /**
+   * Each user's list answer as sent, built once per user and generation from the two maps above (a
+   * list assembled per request joined 20 strings of 5 KiB and sent them as a new string: the
+   * allocation, the copy and the collector's share of it were most of what the list cost beyond
+   * the bare server). A Buffer: node writes it as it is, beside the headers. It answers only while
+   * the memberships it was built from are kept (`of`). Bounded by `listBytes`, refusing rather than
+   * evicting when full (a list is rebuilt from what is kept).
+   */
+  readonly #lists: WeighedMap<string, BuiltList>;
   /** The generation everything kept was read at (NaN: none yet). */
   #generation = Number.NaN;
 
@@ -115,10 +218,13 @@ export class GroupMemory {
     this.#json = json;
     this.#window = window;
     this.limits = limits;
-    this.#groups = new WeighedMap(limits.groupBytes, (kept) =>
-      typeof kept === 'string' ? kept.length + 48 : kept.length + 200,
-    );
+    this.#groups = new WeighedMap(limits.groupBytes, (kept) => kept.end - kept.start + 64);
     this.#members = new WeighedMap(limits.membershipBytes, (m) => 5 * m.ids.length + 160);
+    this.#lists = new WeighedMap(
+      limits.listBytes ?? GROUP_MEMORY_LIMITS.listBytes,
+      (list) => list.bytes.length + LIST_OVERHEAD,
+      'refuse',
+    );
   }
 
   /** A catch-up read `current`: everything kept at another generation is dropped. */
@@ -146,6 +252,8 @@ export class GroupMemory {
       this.#keepGroup(group);
     });
     this.#members.set(username, { ids, statuses });
+    // Built again from these memberships at the next list.
+    this.#lists.delete(username);
   }
 
   /** The JSON of the user's list; undefined when the window is shut or something it needs is not kept. */
@@ -153,15 +261,23 @@ export class GroupMemory {
     if (!this.#window.open) return undefined;
     const memberships = this.#members.get(username);
     if (memberships === undefined) return undefined;
+    const built = this.#lists.get(username);
+    if (built?.of === memberships) return built.bytes;
     const parts: JsonBytes[] = [];
     const { ids, statuses } = memberships;
     for (let i = 0; i < ids.length; i++) {
       if (statuses[i] === 0) continue;
       const kept = this.#groups.get(ids[i]!);
       if (kept === undefined) return undefined;
-      parts.push(kept);
+      parts.push(bytesOf(kept));
     }
-    return this.#json.list(parts);
+    const list = this.#json.list(parts);
+    // Full: answered as built, not kept (a Buffer made only to be dropped would cost its copy for nothing).
+    if (!this.#lists.fits(list.length + LIST_OVERHEAD)) return list;
+    // A string is ASCII (JsonBytes): its latin1 bytes are the same characters.
+    const bytes = typeof list === 'string' ? Buffer.from(list, 'latin1') : list;
+    this.#lists.set(username, { of: memberships, bytes });
+    return bytes;
   }
 
   /** The JSON of a group's detail for the user; undefined when the window is shut or either is not kept. */
@@ -170,7 +286,7 @@ export class GroupMemory {
     const kept = this.#groups.get(id);
     const memberships = this.#members.get(username);
     if (kept === undefined || memberships === undefined) return undefined;
-    return this.#json.detail(kept, statusOf(memberships, id));
+    return this.#json.detail(bytesOf(kept), statusOf(memberships, id));
   }
 
   /** A fill at `generation` may be kept: not older than what is kept (a newer one drops it first). */
@@ -183,6 +299,8 @@ export class GroupMemory {
   #drop(generation: number): void {
     this.#groups.clear();
     this.#members.clear();
+    this.#lists.clear();
+    this.#arena.clear();
     this.#generation = generation;
   }
 
@@ -190,6 +308,26 @@ export class GroupMemory {
     const written = this.#json.group(group);
     // Unchanged: left where it is (a re-insertion would only churn the Map).
     const kept = this.#groups.get(group.id);
-    if (kept === undefined || !same(kept, written)) this.#groups.set(group.id, written);
+    if (kept === undefined || !same(kept, written)) {
+      this.#groups.set(group.id, this.#arena.put(written));
+      // Other bytes at the same generation (not expected: any change moves it): no list built from the old ones stays.
+      if (kept !== undefined) this.#lists.clear();
+      if (this.#arena.appended > 2 * this.limits.groupBytes) this.#compact();
+    }
+  }
+
+  /**
+   * Copies the groups still kept into a fresh arena, once what was appended (evicted and replaced
+   * groups included) reaches twice the budget: the old chunks are then freed with the last Kept that
+   * points into them.
+   */
+  #compact(): void {
+    const kept = this.#groups.entries();
+    this.#arena.clear();
+    for (const [id, old] of kept)
+      this.#groups.set(
+        id,
+        this.#arena.put(old.ascii ? bytesOf(old) : old.chunk.subarray(old.start, old.end)),
+      );
   }
 }
