@@ -14,6 +14,7 @@ import { checkCases, groupCases, sizeCase } from './cases/http.ts';
 import { instancesCase } from './cases/instances.ts';
 import { ldapLoginCase } from './cases/ldap.ts';
 import { imapLoginCase } from './cases/login.ts';
+import { passkeyLoginCase } from './cases/passkey.ts';
 import { syncCase } from './cases/sync.ts';
 import { workersCase } from './cases/workers.ts';
 import { answerDifferences, bodySizes, recordAnswers } from './machinery/answers.ts';
@@ -122,6 +123,7 @@ async function main(cleanup: Cleanup): Promise<{ report: string; chart: string }
   if (runs('groups')) results.push(await groupCases(context, sizes['group-list']));
   if (runs('login')) results.push(await imapLoginCase(context, LOGIN_CONCURRENCY));
   if (runs('ldap')) results.push(await ldapLoginCase(context, LOGIN_CONCURRENCY));
+  if (runs('passkey')) results.push(await passkeyLoginCase(context, LOGIN_CONCURRENCY));
   if (runs('sync')) results.push(await syncCase(context));
   if (runs('size')) results.push(await sizeCase(context));
   const baselinePeak = memoryOf(baseline.pid).hwm;

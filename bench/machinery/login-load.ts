@@ -3,6 +3,10 @@
 //   http URL CONCURRENCY SECONDS          POST /api/auth/login, then /api/auth/logout with the cookie
 //   imap HOST PORT CA_FILE CONCURRENCY SECONDS   raw IMAP over TLS: greeting, LOGIN, LOGOUT
 //   ldap URL CA_FILE CONCURRENCY SECONDS  raw LDAPS with ldapts: connect, simple bind, unbind
+//   passkey URL KEYS_FILE CONCURRENCY SECONDS   POST /api/auth/passkeys/authentication, sign the
+//                                         challenge with a software authenticator (keys enrolled
+//                                         beforehand: passkey-keys.ts), POST /api/auth/passkeys/login,
+//                                         then /api/auth/logout
 // The imap and ldap modes are the ceilings of the http one: the least a check can cost here.
 // The harness slapd of the LDAP case holds the same user000..user099 accounts.
 import { readFileSync } from 'node:fs';
@@ -12,16 +16,17 @@ import { Client } from 'ldapts';
 import { TEST_USERS } from '../../test/helpers/dovecot.ts';
 import { readLines } from '../../test/helpers/lines.ts';
 import { PEOPLE_DN } from '../../test/helpers/slapd.ts';
+import { type EnrolledKeys, readEnrolledKeys } from './passkey-keys.ts';
 
 export interface LoginLoadResult {
-  readonly mode: 'http' | 'imap' | 'ldap';
+  readonly mode: 'http' | 'imap' | 'ldap' | 'passkey';
   readonly concurrency: number;
   readonly seconds: number;
   /** Successful logins. */
   readonly logins: number;
   readonly loginsPerSecond: number;
   /**
-   * http: the login request to its response; imap: TCP connect to LOGOUT's OK, a whole session
+   * http: the login request to its response (passkey: the options request to the login's response); imap: TCP connect to LOGOUT's OK, a whole session
    * (clubhouse answers once its login is verified, and only flushes LOGOUT without awaiting it). ms.
    */
   readonly loginP50Ms: number;
@@ -93,6 +98,83 @@ async function httpLoop(
       const login = await post(agent, url, '/api/auth/login', JSON.stringify(user));
       const loggedIn = performance.now();
       const session = login.setCookie.map((c) => /^sessionid=([^;]*)/.exec(c)?.[1]).find(Boolean);
+      if (login.status !== 200 || session === undefined) {
+        count(failures, `status ${login.status}`);
+        continue;
+      }
+      logins.push(loggedIn - started);
+      const logout = await post(agent, url, '/api/auth/logout', '', `sessionid=${session}`);
+      if (logout.status !== 200) count(failures, `logout status ${logout.status}`);
+      secondary.push(performance.now() - loggedIn);
+    } catch (err) {
+      count(failures, err instanceof Error ? err.message : String(err));
+    }
+  }
+  agent.destroy();
+}
+
+// ---- passkey: the service, signed in with a passkey ----------------------------------------------
+
+/** A POST with the answer's body (the passkey options are JSON the loop signs). */
+function postForBody(agent: http.Agent, url: URL, path: string, body: string, cookie?: string) {
+  return new Promise<{ status: number; setCookie: string[]; body: string }>((resolve, reject) => {
+    const headers: http.OutgoingHttpHeaders = { 'content-length': Buffer.byteLength(body) };
+    if (body !== '') headers['content-type'] = 'application/json';
+    if (cookie !== undefined) headers['cookie'] = cookie;
+    const request = http.request(
+      { agent, host: url.hostname, port: url.port, method: 'POST', path, headers, timeout: TIMEOUT_MS },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk) => (text += chunk));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            setCookie: response.headers['set-cookie'] ?? [],
+            body: text,
+          }),
+        );
+        response.on('error', reject);
+      },
+    );
+    request.on('timeout', () => request.destroy(new Error('timeout')));
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+const cookieOf = (setCookie: string[], name: string) =>
+  setCookie.map((c) => new RegExp(`^${name}=([^;]*)`).exec(c)?.[1]).find(Boolean);
+
+async function passkeyLoop(
+  url: URL,
+  keys: EnrolledKeys,
+  deadline: number,
+  logins: number[],
+  secondary: number[],
+  failures: Record<string, number>,
+) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  while (performance.now() < deadline) {
+    const credential = keys.credentials[nextUser++ % keys.credentials.length]!;
+    const started = performance.now();
+    try {
+      const options = await postForBody(agent, url, '/api/auth/passkeys/authentication', '');
+      const challenge = cookieOf(options.setCookie, 'passkey_challenge');
+      if (options.status !== 200 || challenge === undefined) {
+        count(failures, `options status ${options.status}`);
+        continue;
+      }
+      const assertion = keys.authenticator.get(JSON.parse(options.body), credential);
+      const login = await postForBody(
+        agent,
+        url,
+        '/api/auth/passkeys/login',
+        JSON.stringify({ credential: assertion }),
+        `passkey_challenge=${challenge}`,
+      );
+      const loggedIn = performance.now();
+      const session = cookieOf(login.setCookie, 'sessionid');
       if (login.status !== 200 || session === undefined) {
         count(failures, `status ${login.status}`);
         continue;
@@ -228,9 +310,20 @@ async function main(): Promise<LoginLoadResult> {
     await Promise.all(
       Array.from({ length: concurrency }, () => ldapLoop(url, ca, deadline, logins, secondary, failures)),
     );
+  } else if (mode === 'passkey') {
+    const [url, keysFile, c, s] = args as [string, string, string, string];
+    concurrency = Number(c);
+    seconds = Number(s);
+    const keys = readEnrolledKeys(keysFile);
+    const deadline = started + seconds * 1000;
+    await Promise.all(
+      Array.from({ length: concurrency }, () =>
+        passkeyLoop(new URL(url), keys, deadline, logins, secondary, failures),
+      ),
+    );
   } else {
     throw new Error(
-      'usage: login-load.ts http URL CONCURRENCY SECONDS | imap HOST PORT CA CONCURRENCY SECONDS | ldap URL CA CONCURRENCY SECONDS',
+      'usage: login-load.ts http URL CONCURRENCY SECONDS | imap HOST PORT CA CONCURRENCY SECONDS | ldap URL CA CONCURRENCY SECONDS | passkey URL KEYS_FILE CONCURRENCY SECONDS',
     );
   }
   const elapsed = (performance.now() - started) / 1000;

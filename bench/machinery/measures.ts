@@ -97,7 +97,7 @@ export function wrkLoad(
 
 /** login-load.ts in its own process; `args` after the mode. */
 export async function loginLoad(
-  mode: 'http' | 'imap' | 'ldap',
+  mode: 'http' | 'imap' | 'ldap' | 'passkey',
   args: string[],
 ): Promise<LoginLoadResult & { cores: number }> {
   const child = spawnManaged(

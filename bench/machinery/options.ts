@@ -27,7 +27,18 @@ export const SMALL: SeedPlan = {
   groupsPerUser: 20,
 };
 
-const CASES = ['check', 'groups', 'login', 'ldap', 'sync', 'size', 'workers', 'instances', 'memory'] as const;
+const CASES = [
+  'check',
+  'groups',
+  'login',
+  'ldap',
+  'passkey',
+  'sync',
+  'size',
+  'workers',
+  'instances',
+  'memory',
+] as const;
 export type CaseName = (typeof CASES)[number];
 
 export const ONLY = (process.env['BENCH_ONLY'] ?? '').split(',').filter((name) => name !== '');

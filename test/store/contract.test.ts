@@ -220,7 +220,13 @@ describeEachStore('store contract', (store) => {
       await user('alice');
       await user('bob');
       const ua = `Mozilla/5.0 ${'é'.repeat(200)} “quoted” 🙂`;
-      await make('a1', 'alice', now, { clientIp: '192.0.2.10', userAgent: ua });
+      // contract §12: how it signed in, and with which passkey, are kept too.
+      await make('a1', 'alice', now, {
+        clientIp: '192.0.2.10',
+        userAgent: ua,
+        method: 'passkey',
+        passkey: 'ab'.repeat(16),
+      });
       await make('a2', 'alice', now + 1, { clientIp: '2001:db8::1' });
       await make('b1', 'bob', now);
       await stores.sessions.create(
@@ -243,6 +249,8 @@ describeEachStore('store contract', (store) => {
           lastSeen: null,
           clientIp: '192.0.2.10',
           userAgent: ua,
+          method: 'passkey',
+          passkey: 'ab'.repeat(16),
         },
         {
           idHash: idOf('a2'),
@@ -251,6 +259,8 @@ describeEachStore('store contract', (store) => {
           lastSeen: null,
           clientIp: '2001:db8::1',
           userAgent: null,
+          method: null,
+          passkey: null,
         },
       ]);
       assert.deepEqual(await stores.sessions.list('carol', now), []);
