@@ -142,9 +142,10 @@ async function profiled(
     readFileSync(loadFile, 'utf8')
       .split('\n')
       .filter((line) => line !== '').length;
-  let warm = (await runWrk({ ...wrk, seconds: WARMUP_SECONDS })).requests;
-  for (let seconds = WARMUP_SECONDS; warm < least && seconds < 90; seconds++)
-    warm += (await runWrk({ ...wrk, seconds: 1 })).requests;
+  const first = await runWrk({ ...wrk, seconds: WARMUP_SECONDS });
+  // Each run starts the rotation over (wrk/common.lua): one run long enough to read it all.
+  if (first.requests < least && first.requestsPerSecond > 0)
+    await runWrk({ ...wrk, seconds: Math.min(90, Math.ceil((least / first.requestsPerSecond) * 1.2)) });
   const run = await runWrk({ ...wrk, seconds: SECONDS });
   await server.stop();
   const file = readdirSync(dir).find((entry) => entry.endsWith('.cpuprofile'));

@@ -3,7 +3,9 @@
 // answers), loads them with wrk (and a login loop), and writes bench/results/latest.md and
 // ratios.svg. BENCH_QUICK=1 shortens every round for a smoke run (bench/results/quick.md).
 // BENCH_ONLY=login,memory (a comma-separated subset of the names in machinery/options.ts) runs only
-// those cases at the real schedule, into bench/results/only-<cases>.md.
+// those cases at the real schedule, into bench/results/only-<cases>.md. BENCH_TARGET=container runs
+// each clubhouse as a container of the image (machinery/container.ts; root and podman needed), its
+// report named with -container.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,6 +21,7 @@ import { syncCase } from './cases/sync.ts';
 import { workersCase } from './cases/workers.ts';
 import { answerDifferences, bodySizes, recordAnswers } from './machinery/answers.ts';
 import { median } from './machinery/compare.ts';
+import { stopContainers } from './machinery/container.ts';
 import type { BenchContext } from './machinery/contest.ts';
 import { CONNECTIONS, sanityCheck, THREADS } from './machinery/measures.ts';
 import {
@@ -224,6 +227,7 @@ try {
 } finally {
   for (const server of cleanup.servers) await server.stop().catch(() => undefined);
   await cleanup.dovecot?.stop().catch(() => undefined);
+  await stopContainers().catch(() => undefined);
   if (cleanup.dir !== null) removeNow(cleanup.dir);
 }
 process.exit(exitCode);

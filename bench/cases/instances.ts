@@ -4,7 +4,7 @@
 // Redis), then PostgreSQL only (SESSION_STORE unset: sessions in PostgreSQL too). Both instances of
 // a pair are loaded at once (one wrk each, rates summed), against two baseline processes loaded the
 // same way. The stores' own CPU per request is noted beside.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startPostgres } from '../../test/helpers/postgres.ts';
 import { startRedis } from '../../test/helpers/redis.ts';
@@ -51,6 +51,12 @@ const DETAIL = [
   'group-detail.lua',
   '/api/group/1',
 ] as const;
+
+/** The sessions a load file rotates over (one a line). */
+const rotationOf = (loadFile: string) =>
+  readFileSync(loadFile, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '').length;
 
 /** The pairs and their loads, with their targets (docs/scaling.md; PostgreSQL + Redis: docs/benchmarks.md, "Targets"). */
 const PAIRS: readonly { name: string; redis: boolean; loads: readonly Load[] }[] = [
@@ -182,6 +188,8 @@ async function pairCase(
     const cpu = () => stores.map((pid) => (pid === null ? 0 : cpuSecondsOfTree(pid)));
     const subject: Contender = {
       label: '2 × clubhouse',
+      // Every session of the rotation read twice before a round (compare.ts: warmUp).
+      warmupRequests: 2 * rotationOf(loadFile),
       measure: async (seconds) => {
         const [counted, before] = [await counters.read(), cpu()];
         const round = await wrkLoad(instances, script, urlPath, loadFile)(seconds);
@@ -217,7 +225,7 @@ async function pairCase(
         minimum,
         notes: [
           ...shared.once.splice(0),
-          storeNote(perRequest.slice(1)),
+          storeNote(perRequest.slice(-context.schedule.rounds)),
           'two wrk -t1 -c25, one per instance; p50/p99: the worse instance',
         ],
       }),

@@ -50,10 +50,12 @@ export interface Schedule {
 const MAX_WARMUP_SECONDS = 90;
 
 async function warmUp(side: Contender, schedule: Schedule): Promise<void> {
-  let { requests } = await side.measure(schedule.warmupSeconds);
+  const first = await side.measure(schedule.warmupSeconds);
   const least = side.warmupRequests ?? 0;
-  for (let seconds = schedule.warmupSeconds; requests < least && seconds < MAX_WARMUP_SECONDS; seconds++)
-    requests += (await side.measure(1)).requests;
+  if (first.requests >= least || !(first.rate > 0)) return;
+  // Each run starts the rotation over (wrk/common.lua): one run long enough to read it all, at the
+  // first run's rate and a fifth more, not a series of short ones that read its beginning again.
+  await side.measure(Math.min(MAX_WARMUP_SECONDS, Math.ceil((least / first.rate) * 1.2)));
 }
 
 export function median(values: readonly number[]): number {
@@ -85,9 +87,10 @@ export interface Contender {
   readonly label: string;
   readonly measure: Measure;
   /**
-   * The least the side answers in its warm-up: it goes on, a second at a time (at most
-   * MAX_WARMUP_SECONDS in all), until it has. On a crowded host a few seconds may not read every
-   * session of the rotation once, and the first round would then measure filling the memories.
+   * The least the side answers in one run of its warm-up: when the first run answered fewer, a
+   * second run long enough to answer that many follows (at most MAX_WARMUP_SECONDS). On a crowded
+   * host a few seconds may not read every session of the rotation once, and the first round would
+   * then measure filling the memories.
    */
   readonly warmupRequests?: number;
 }

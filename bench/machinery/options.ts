@@ -55,13 +55,18 @@ const RESULTS = path.join(import.meta.dirname, '..', 'results');
 /** The last recorded full run: each report says how far this machine's reference costs are from its. */
 export const RECORDED_FILE = path.join(RESULTS, 'latest.md');
 // A smoke or focused run must not overwrite the figures of a full one.
+// BENCH_TARGET=container's report sits beside the process's, not over it.
+const TARGET_SUFFIX = process.env['BENCH_TARGET'] === 'container' ? '-container' : '';
 export const REPORT_FILE = path.join(
   RESULTS,
-  QUICK ? 'quick.md' : ONLY.length > 0 ? `only-${ONLY.join('-')}.md` : 'latest.md',
+  `${QUICK ? 'quick' : ONLY.length > 0 ? `only-${ONLY.join('-')}` : 'latest'}${TARGET_SUFFIX}.md`,
 );
 /** The chart of the ratios: a full run's (the README links it), a smoke run's; a focused run draws none. */
-export const CHART_FILE = QUICK
-  ? path.join(RESULTS, 'quick.svg')
-  : ONLY.length > 0
+export const CHART_FILE =
+  TARGET_SUFFIX !== ''
     ? null
-    : path.join(RESULTS, 'ratios.svg');
+    : QUICK
+      ? path.join(RESULTS, 'quick.svg')
+      : ONLY.length > 0
+        ? null
+        : path.join(RESULTS, 'ratios.svg');

@@ -10,6 +10,7 @@ import type { ManagedChild } from '../../test/helpers/child.ts';
 import { spawnManaged } from '../../test/helpers/child.ts';
 import type { Dovecot } from '../../test/helpers/dovecot.ts';
 import { canConnect, freePort } from '../../test/helpers/ports.ts';
+import { mountsFor, startContainer, TARGET } from './container.ts';
 import { childrenOf } from './procs.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
@@ -164,6 +165,16 @@ export async function startClubhouse(options: ClubhouseOptions): Promise<Server>
         }
       : {};
   const settings = { DATABASE_URL: options.databaseUrl, PORT: String(port), ...imap, ...extra };
+  // BENCH_TARGET=container: the image instead (container.ts); a profile's node flags need the checkout.
+  if (TARGET === 'container' && options.nodeArgs === undefined) {
+    return startContainer(
+      options.label,
+      settings,
+      port,
+      Number(extra['WORKERS'] ?? '1'),
+      mountsFor(settings, options.dir),
+    );
+  }
   return start({
     label: options.label,
     args: [...startFlags(), ...(options.nodeArgs ?? []), path.join(ROOT, 'src', 'main.ts')],
