@@ -2,7 +2,9 @@
 // and sample groups imported through the same path as `clubhouse import`. `npm run demo -- --ldap`
 // signs the same users in against a private OpenLDAP directory instead (search, then bind, LDAPS);
 // `npm run demo -- --oidc` has them sign in at a private OpenID Provider (oidc-provider, HTTPS with a
-// test CA) instead of typing a password here (contract §10).
+// test CA) instead of typing a password here (contract §10). Passkeys are on (contract §12), at
+// http://localhost:8000: WebAuthn binds a passkey to a host name, never an IP address, and browsers
+// allow plain http for localhost, so a newcomer can create one in their own browser.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,13 +23,19 @@ const useOidc = process.argv.includes('--oidc');
 
 type DemoBackend = { env: Record<string, string>; what: string; stop(): Promise<void> };
 
+const settings = environmentWithDotenv();
+/**
+ * Where a browser opens the demo: PUBLIC_URL when given, else localhost on the demo's port, with
+ * passkeys on (a PUBLIC_URL of your own keeps PASSKEYS at its own setting, `auto` unless set).
+ */
+const web: Record<string, string> =
+  settings['PUBLIC_URL'] === undefined
+    ? { PUBLIC_URL: `http://localhost:${settings['PORT'] ?? '8000'}`, PASSKEYS: settings['PASSKEYS'] ?? 'on' }
+    : {};
+const publicUrl = settings['PUBLIC_URL'] ?? (web['PUBLIC_URL'] as string);
+
 /** contract §10: a private provider knowing the demo users, and clubhouse's AUTH_CONFIG for it. */
 async function startProvider(): Promise<DemoBackend> {
-  const settings = environmentWithDotenv();
-  const host = settings['HOST'] ?? '127.0.0.1';
-  const publicUrl =
-    settings['PUBLIC_URL'] ??
-    `http://${host.includes(':') ? `[${host}]` : host}:${settings['PORT'] ?? '8000'}`;
   const dir = mkdtempSync(path.join(tmpdir(), 'clubhouse-demo-oidc-'));
   const clientSecret = randomBytes(24).toString('base64url');
   const provider = await startTestProvider({
@@ -65,7 +73,7 @@ async function startProvider(): Promise<DemoBackend> {
     }),
   );
   return {
-    env: { AUTH_CONFIG: file, PUBLIC_URL: publicUrl },
+    env: { AUTH_CONFIG: file },
     what: `OpenID Connect: a private provider at ${provider.issuer} (its certificate is a test CA's: your browser will warn once)`,
     async stop() {
       await provider.stop();
@@ -106,7 +114,7 @@ async function startBackend(): Promise<DemoBackend> {
 }
 
 const backend = await startBackend();
-const config = loadConfig({ LOG_LEVEL: 'warn', ...environmentWithDotenv(), ...backend.env });
+const config = loadConfig({ LOG_LEVEL: 'warn', ...web, ...settings, ...backend.env });
 
 const stores = await openStores(config.store);
 const sample: unknown = JSON.parse(readFileSync(new URL('./demo-data.json', import.meta.url), 'utf8'));
@@ -118,8 +126,13 @@ const server = await startServer(config, createLogger(config.logLevel));
 process.stdout.write(
   [
     '',
-    `clubhouse demo is serving at ${server.url}/`,
+    `clubhouse demo is serving at ${publicUrl}/ (listening on ${server.url})`,
     `  database: ${config.databaseUrl}   ${backend.what}`,
+    ...(web['PASSKEYS'] === 'on'
+      ? [
+          `  passkeys are on: sign in, then create one on the Passkeys page (open ${publicUrl}/, not an IP address)`,
+        ]
+      : []),
     useOidc
       ? '  open it in a browser, press "Sign in with the demo provider" and sign in there as:'
       : '  sign in as:',
@@ -128,8 +141,8 @@ process.stdout.write(
     ...(useOidc
       ? []
       : [
-          `  try: curl -i -c /tmp/jar -H 'content-type: application/json' -d '{"username":"alice","password":"alice-password"}' ${server.url}/api/auth/login`,
-          `       curl -i -b /tmp/jar ${server.url}/api/group/`,
+          `  try: curl -i -c /tmp/jar -H 'content-type: application/json' -d '{"username":"alice","password":"alice-password"}' ${publicUrl}/api/auth/login`,
+          `       curl -i -b /tmp/jar ${publicUrl}/api/group/`,
         ]),
     '',
     'Press Ctrl-C to stop.',

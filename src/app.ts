@@ -203,6 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       sessions,
       metrics,
       passwordLogin: authenticator.backendNames.length > 0,
+      passkeys: config.passkeys.enabled,
     });
     registerGroupRoutes(endpoint, {
       hooks,

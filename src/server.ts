@@ -25,10 +25,14 @@ export interface RunningServer {
 export async function startServer(
   config: Config,
   logger: Logger,
-  options: { readonly migrate?: boolean } = {},
+  options: {
+    readonly migrate?: boolean;
+    /** The app's clock (default Date.now): a browser test moves it to age a session (contract §12). */
+    readonly now?: () => number;
+  } = {},
 ): Promise<RunningServer> {
   const metrics = createMetrics();
-  const app = await buildApp({ config, logger, metrics, migrate: options.migrate });
+  const app = await buildApp({ config, logger, metrics, migrate: options.migrate, now: options.now });
   const { fastify, sessions, throttle } = app;
   // Under WORKERS the primary serves METRICS_PORT, with the sum over the workers (cluster.ts).
   const metricsServer =

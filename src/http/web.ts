@@ -1,4 +1,4 @@
-// The web client (contract §6: `/`): the app shell at `/`, `/group/{id}`, `/groups` and `/sessions` (deep links survive a
+// The web client (contract §6: `/`): the app shell at `/`, `/group/{id}`, `/groups`, `/sessions` and `/passkeys` (deep links survive a
 // reload), and the hashed assets under /assets, all read once at start-up from web/dist.
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -108,6 +108,8 @@ export function registerWebClient(fastify: FastifyInstance, options: WebClientOp
   fastify.get('/sessions', page);
   // contract §13: "Find a group" (its search in the query string).
   fastify.get('/groups', page);
+  // contract §12: the Passkeys page (the client shows "not found" when passkeys are off).
+  fastify.get('/passkeys', page);
   fastify.get('/assets/:name', (request: FastifyRequest<{ Params: { name: string } }>, reply) => {
     const file = client?.assets.get(request.params.name);
     if (file === undefined) throw new ApiError(API_ERRORS.NOT_FOUND);

@@ -25,9 +25,10 @@ export const OIDC_SCHEMAS = {
     response: {
       200: {
         description:
-          'One button each. X-Password-Login says whether POST /api/auth/login has a password backend to ask.',
+          'One button each. X-Password-Login says whether POST /api/auth/login has a password backend to ask; X-Passkeys whether passkeys are on (contract §12).',
         headers: {
           'x-password-login': { schema: { type: 'string', enum: ['true', 'false'] } },
+          'x-passkeys': { schema: { type: 'string', enum: ['true', 'false'] } },
         },
         type: 'array',
         items: {

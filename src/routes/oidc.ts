@@ -25,6 +25,8 @@ export interface OidcRouteDeps {
   readonly metrics: LoginMetrics;
   /** Whether POST /api/auth/login has a password backend to ask (the web client shows the form). */
   readonly passwordLogin: boolean;
+  /** contract §12: passkeys are on (said to the web client beside the providers). */
+  readonly passkeys: boolean;
 }
 
 /** contract §10: where every failure lands; the page says that signing in did not work. */
@@ -109,7 +111,14 @@ export function registerOidcRoutes(endpoint: DeclareEndpoint, deps: OidcRouteDep
 
   endpoint({ url: '/api/auth/providers', name: 'Providers' }, (routes) =>
     routes.get({ schema: OIDC_SCHEMAS.providers }, (_request, reply) =>
-      sendJson(reply.header('x-password-login', String(deps.passwordLogin)), 200, providers),
+      sendJson(
+        reply
+          .header('x-password-login', String(deps.passwordLogin))
+          // contract §12: whether the web client shows passkeys (their endpoints answer 404 when off).
+          .header('x-passkeys', String(deps.passkeys)),
+        200,
+        providers,
+      ),
     ),
   );
   endpoint({ url: '/api/auth/oidc/:name/start', name: 'Provider Sign-in' }, (routes) =>

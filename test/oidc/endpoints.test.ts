@@ -63,6 +63,8 @@ describe('the endpoints (contract §1, §10)', () => {
       assert.equal(response.statusCode, 200);
       assert.equal(response.body, '[]');
       assert.equal(response.headers['x-password-login'], 'true');
+      // contract §12: no PUBLIC_URL, so passkeys are off and the web client shows none.
+      assert.equal(response.headers['x-passkeys'], 'false');
       const start = await plain.fastify.inject({ url: '/api/auth/oidc/school/start' });
       assert.equal(start.statusCode, 404);
     } finally {

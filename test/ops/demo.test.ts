@@ -1,7 +1,7 @@
 // The README's first command, proven: `npm run demo` (a private Dovecot), `-- --ldap` (a private
 // slapd) and `-- --oidc` (a private OpenID Provider) each serve the demo users and the sample groups,
 // and the way in the demo prints works: the curl lines for a password, the provider's button and
-// sign-in page for OIDC. Each demo runs as `npm run demo` runs it (scripts/demo.ts in its own node
+// sign-in page for OIDC, at the address it prints (localhost, where passkeys are on: contract §12). Each demo runs as `npm run demo` runs it (scripts/demo.ts in its own node
 // process), on a port and database of the test's own, and stops on SIGTERM.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
@@ -35,7 +35,10 @@ async function startDemo(args: readonly string[]): Promise<{ demo: ManagedChild;
       throw new Error(`the demo did not start:\n${await demo.finalOutput()}`);
     await sleep(100);
   }
-  return { demo, url: `http://127.0.0.1:${port}` };
+  // The address a newcomer opens: localhost (a passkey is bound to a host name, never an IP address).
+  const printed = /clubhouse demo is serving at (\S+)\/ /.exec(demo.output())?.[1];
+  assert.equal(printed, `http://localhost:${port}`);
+  return { demo, url: printed };
 }
 
 /** A browser's cookie jar per host and manual redirects, over fetch (the provider's CA is the demo's own). */
@@ -122,15 +125,30 @@ async function passwordWalk(url: string) {
   }
 }
 
+/** contract §12: the demo offers passkey sign-in, bound to localhost, so a browser there can use one. */
+async function passkeysOn(url: string) {
+  const person = browser();
+  try {
+    const options = await person.request(`${url}/api/auth/passkeys/authentication`, { method: 'POST' });
+    assert.equal(options.status, 200, options.text);
+    const body = JSON.parse(options.text) as { rpId?: unknown; challenge?: unknown };
+    assert.equal(body.rpId, 'localhost');
+    assert.equal(typeof body.challenge, 'string');
+  } finally {
+    await person.close();
+  }
+}
+
 describe('npm run demo', () => {
   for (const [name, args] of [
     ['a private Dovecot', []],
     ['-- --ldap: a private slapd', ['--ldap']],
   ] as const) {
-    test(`${name}: alice logs in as the demo prints and sees her groups; SIGTERM stops it`, async () => {
+    test(`${name}: alice logs in as the demo prints and sees her groups; passkeys are on; SIGTERM stops it`, async () => {
       const { demo, url } = await startDemo(args);
       running.push(demo);
       await passwordWalk(url);
+      await passkeysOn(url);
       await demo.stop('SIGTERM');
       assert.equal(await demo.exited, 0);
     });

@@ -1,5 +1,11 @@
 // The public /api, as a browser sees it: same-origin fetches with the session cookie, and the CSRF
 // token of contract §7 sent back on every POST.
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
+} from '@simplewebauthn/browser';
 
 export type GroupType = 0 | 1;
 export type MemberStatus = -1 | 0 | 1 | 2;
@@ -27,6 +33,33 @@ export interface SessionInfo {
   readonly ip: string | null;
   readonly user_agent: string | null;
   readonly current: boolean;
+  /** contract §9 (with §12): how the session signed in; absent from a server before passkeys. */
+  readonly method?: SignInMethod;
+}
+
+export type SignInMethod = 'password' | 'passkey' | 'oidc';
+
+/** One element of GET /api/auth/passkeys (contract §12); `id` is a handle, not the credential id. */
+export interface PasskeyInfo {
+  readonly id: string;
+  readonly name: string;
+  readonly created: string;
+  readonly last_used: string | null;
+  /** Backed up to a cloud keychain (the authenticator's backup-state flag). */
+  readonly synced: boolean;
+  readonly transports: readonly string[];
+  /**
+   * contract §12: a sign-in showed a signature counter that did not move forward (a copied
+   * authenticator), and was refused; the passkey is marked so its owner sees it.
+   */
+  readonly cloned?: boolean;
+}
+
+/** GET /api/auth/passkeys/settings (contract §12). */
+export interface PasskeySettings {
+  readonly password_sign_in: boolean;
+  /** False when the organisation decides (PASSKEYS_RETIRE_PASSWORD). */
+  readonly can_change: boolean;
 }
 
 /** `status` 0 means the request never got an answer (network down, server gone). */
@@ -141,21 +174,60 @@ export const endSession = (id: string) =>
 /** POST /api/auth/logout-everywhere: every session of the caller ends, this one too. */
 export const logOutEverywhere = () => request<string>('POST', '/api/auth/logout-everywhere');
 
+/** POST /api/auth/passkeys/registration: the options of a new passkey, a challenge for this session. */
+export const passkeyRegistrationOptions = () =>
+  request<PublicKeyCredentialCreationOptionsJSON>('POST', '/api/auth/passkeys/registration');
+
+/** POST /api/auth/passkeys: the browser's answer to those options, stored as a passkey (201). */
+export const createPasskey = (credential: RegistrationResponseJSON, name: string) =>
+  request<PasskeyInfo>('POST', '/api/auth/passkeys', { credential, name });
+
+/** GET /api/auth/passkeys: the caller's passkeys, newest first; 404 when passkeys are off here. */
+export const listPasskeys = () => request<PasskeyInfo[]>('GET', '/api/auth/passkeys');
+
+/** PATCH /api/auth/passkeys/{id}: a new name. */
+export const renamePasskey = (id: string, name: string) =>
+  request<PasskeyInfo>('PATCH', `/api/auth/passkeys/${encodeURIComponent(id)}`, { name });
+
+/** DELETE /api/auth/passkeys/{id}: 204; the sessions that signed in with it end (contract §12). */
+export const deletePasskey = (id: string) =>
+  request<null>('DELETE', `/api/auth/passkeys/${encodeURIComponent(id)}`);
+
+/** GET /api/auth/passkeys/settings: whether the mail password still signs this user in. */
+export const passkeySettings = () => request<PasskeySettings>('GET', '/api/auth/passkeys/settings');
+
+/** PUT /api/auth/passkeys/settings: password sign-in on or off (off needs a passkey). */
+export const setPasswordSignIn = (on: boolean) =>
+  request<PasskeySettings>('PUT', '/api/auth/passkeys/settings', { password_sign_in: on });
+
+/**
+ * POST /api/auth/passkeys/authentication (no session needed): the options of a passkey sign-in, its
+ * challenge bound to this browser by a short-lived cookie; 404 when passkeys are off here.
+ */
+export const passkeyAuthenticationOptions = () =>
+  request<PublicKeyCredentialRequestOptionsJSON>('POST', '/api/auth/passkeys/authentication');
+
+/** POST /api/auth/passkeys/login: as a password login, 200 the canonical username and the cookies. */
+export const passkeyLogIn = (credential: AuthenticationResponseJSON) =>
+  request<string>('POST', '/api/auth/passkeys/login', { credential });
+
 /** One identity provider people can sign in at (contract §10). */
 interface Provider {
   readonly name: string;
   readonly label: string;
 }
 
-/** How the sign-in page can sign people in: the providers' buttons, and whether a password form. */
+/** How the sign-in page can sign people in: the providers' buttons, whether a password form and passkeys. */
 export interface SignInMethods {
   readonly providers: readonly Provider[];
   readonly passwordLogin: boolean;
+  /** contract §12: passkeys are on here (`X-Passkeys`); off, the client shows none. */
+  readonly passkeys: boolean;
 }
 
 /**
  * GET /api/auth/providers (contract §10). When it cannot be read, the password form alone, as before
- * identity providers: signing in with a password says what is wrong, if anything.
+ * identity providers and passkeys: signing in with a password says what is wrong, if anything.
  */
 export async function signInMethods(): Promise<SignInMethods> {
   try {
@@ -164,11 +236,15 @@ export async function signInMethods(): Promise<SignInMethods> {
       credentials: 'same-origin',
       cache: 'no-store',
     });
-    if (!response.ok) return { providers: [], passwordLogin: true };
+    if (!response.ok) return { providers: [], passwordLogin: true, passkeys: false };
     const providers = (await response.json()) as Provider[];
-    return { providers, passwordLogin: response.headers.get('x-password-login') !== 'false' };
+    return {
+      providers,
+      passwordLogin: response.headers.get('x-password-login') !== 'false',
+      passkeys: response.headers.get('x-passkeys') === 'true',
+    };
   } catch {
-    return { providers: [], passwordLogin: true };
+    return { providers: [], passwordLogin: true, passkeys: false };
   }
 }
 

@@ -3,7 +3,7 @@
 // buttons name their session for screen readers; the page holds no state (app.ts acts).
 import type { SessionInfo } from './api.ts';
 import { h } from './dom.ts';
-import { deviceLabel, whenText } from './text.ts';
+import { deviceLabel, signInMethodLabel, whenText } from './text.ts';
 import { pageHeading } from './views.ts';
 
 export interface SessionActions {
@@ -77,6 +77,9 @@ function sessionCard(session: SessionInfo, actions: SessionActions): HTMLElement
       h('dd', {}, h('time', { datetime: session.created }, created)),
       h('dt', {}, 'Last active'),
       h('dd', {}, h('time', { datetime: session.last_seen }, whenText(session.last_seen))),
+      // contract §9 with §12: how it signed in (a server before passkeys does not say).
+      session.method === undefined ? null : h('dt', {}, 'Signed in with'),
+      session.method === undefined ? null : h('dd', {}, signInMethodLabel(session.method)),
     ),
     button,
   );

@@ -1,6 +1,7 @@
 // Everything the client says in words: labels of the API's codes and the messages of its errors.
 import { getParser } from 'bowser';
-import type { ApiResult, GroupType, MemberStatus } from './api.ts';
+import type { ApiResult, GroupType, MemberStatus, SignInMethod } from './api.ts';
+import type { BrowserRefusal } from './passkeys.ts';
 
 /** A request that did not succeed. */
 export type Failure = Extract<ApiResult<unknown>, { ok: false }>;
@@ -85,4 +86,56 @@ const WHEN = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle
 export function whenText(iso: string): string {
   const date = new Date(iso);
   return Number.isNaN(date.getTime()) ? iso : WHEN.format(date);
+}
+
+/** contract §12: the 403 of a sensitive change from a session that signed in more than 10 minutes ago. */
+const RECENT_SIGN_IN_DETAIL = 'Sign in again to change your passkeys.';
+
+/** True when the server refused a passkey change for want of a recent sign-in (contract §12). */
+export function needsRecentSignIn(failure: Failure): boolean {
+  return failure.status === 403 && failure.detail === RECENT_SIGN_IN_DETAIL;
+}
+
+/** The sentence a failed passkey sign-in shows: the server's answer (contract §12, as a password login's). */
+export function passkeyLoginErrorText(failure: Failure): string {
+  if (failure.status === 403 && !failure.detail.startsWith('CSRF'))
+    return 'That passkey did not sign you in. It may have been removed from your account: try another passkey, or your password.';
+  if (failure.status === 400) return 'Your browser’s answer was not understood. Please try again.';
+  return loginErrorText(failure);
+}
+
+/** What to say when the browser ended a passkey ceremony (null: nothing, it was replaced on purpose). */
+export function passkeyRefusalText(refusal: BrowserRefusal, creating: boolean): string | null {
+  switch (refusal) {
+    case 'aborted':
+      return null;
+    case 'cancelled':
+      return creating
+        ? 'No passkey was created: the request was cancelled or timed out.'
+        : 'Signing in with a passkey was cancelled or timed out.';
+    case 'already-registered':
+      return 'This device already holds a passkey for your account: sign in with that one.';
+    case 'wrong-address':
+      return `Passkeys work only at this service’s own address. Open it there (not by an IP address or another name) and try again.`;
+    case 'unsupported':
+      return creating
+        ? 'This device cannot make a passkey with a screen lock (fingerprint, face or PIN). Try another device or a security key.'
+        : 'This device cannot use passkeys here.';
+    default:
+      return creating
+        ? 'No passkey was created. Please try again.'
+        : 'Signing in with a passkey did not work. Please try again.';
+  }
+}
+
+/** contract §9: how a session signed in, in words. */
+export function signInMethodLabel(method: SignInMethod): string {
+  switch (method) {
+    case 'passkey':
+      return 'Passkey';
+    case 'oidc':
+      return 'Your organisation’s sign-in';
+    default:
+      return 'Password';
+  }
 }

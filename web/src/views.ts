@@ -23,6 +23,20 @@ export interface LoginOptions {
   readonly methods: SignInMethods;
   /** Where a provider sends people back to once signed in: the page they asked for. */
   readonly next: string;
+  /**
+   * contract §12: "Sign in with a passkey" beside the password form, when passkeys are on here and
+   * the browser has WebAuthn; resolves like `submit`. Absent: no passkey anywhere on the page.
+   */
+  readonly passkey?: () => Promise<LoginFailure | null>;
+}
+
+/** The sign-in page, and how the app reports a failure of the passkey autofill it started. */
+export interface LoginView {
+  readonly main: HTMLElement;
+  /** The username field, or the first provider's button. */
+  readonly focus: HTMLElement;
+  /** Says why a passkey sign-in failed, in the form's alert. */
+  readonly passkeyFailed: (failure: LoginFailure) => void;
 }
 
 /** contract §10: one link per identity provider, styled as a button (a link: it leaves the page). */
@@ -46,12 +60,13 @@ function providerButtons(methods: SignInMethods, next: string): HTMLElement | nu
 }
 
 /** The sign-in page; the element to focus is the username field, or the first provider's button. */
-export function loginPage(options: LoginOptions): { main: HTMLElement; focus: HTMLElement } {
+export function loginPage(options: LoginOptions): LoginView {
   const username = h('input', {
     id: 'username',
     name: 'username',
     type: 'text',
-    autocomplete: 'username',
+    // contract §12: the "webauthn" token lets the browser offer passkeys in this field's autofill.
+    autocomplete: options.passkey === undefined ? 'username' : 'username webauthn',
     autocapitalize: 'none',
     spellcheck: 'false',
     required: true,
@@ -113,6 +128,30 @@ export function loginPage(options: LoginOptions): { main: HTMLElement; focus: HT
     }
   });
 
+  const passkeyButton =
+    options.passkey === undefined
+      ? null
+      : h(
+          'button',
+          { type: 'button', class: 'button button-wide button-secondary passkey-signin' },
+          'Sign in with a passkey',
+        );
+  const passkey = options.passkey;
+  passkeyButton?.addEventListener('click', async () => {
+    if (busy || passkey === undefined) return;
+    busy = true;
+    passkeyButton.disabled = true;
+    passkeyButton.textContent = 'Waiting for your passkey…';
+    showError('', []);
+    const failure = await passkey();
+    if (failure === null) return; // signed in: the app has replaced this page
+    busy = false;
+    passkeyButton.disabled = false;
+    passkeyButton.textContent = 'Sign in with a passkey';
+    showError(failure.message, []);
+    passkeyButton.focus();
+  });
+
   const { methods } = options;
   const buttons = providerButtons(methods, options.next);
   const withForm = methods.passwordLogin || buttons === null;
@@ -132,16 +171,26 @@ export function loginPage(options: LoginOptions): { main: HTMLElement; focus: HT
       buttons !== null && withForm ? h('p', { class: 'divider' }, 'or') : null,
       withForm ? h('p', { class: 'lead' }, 'Use the username and password of your mail account.') : null,
       withForm ? form : null,
+      passkeyButton === null ? null : h('p', { class: 'divider' }, 'or'),
+      passkeyButton,
     ),
   );
   const first = buttons?.querySelector<HTMLElement>('a') ?? null;
-  return { main, focus: withForm ? username : (first ?? username) };
+  return {
+    main,
+    focus: withForm ? username : (first ?? username),
+    passkeyFailed: (failure) => showError(failure.message, []),
+  };
 }
 
-/** The frame of every logged-in page: skip link, top bar with the user and Sign out, and `main`. */
+/**
+ * The frame of every logged-in page: skip link, top bar with the user, "Where you're signed in", then
+ * "Passkeys" when passkeys are on here (contract §12), Sign out, and `main`.
+ */
 export function loggedInFrame(
   username: string,
   onSignOut: (button: HTMLButtonElement) => void,
+  passkeys = false,
 ): {
   nodes: Node[];
   main: HTMLElement;
@@ -182,6 +231,7 @@ export function loggedInFrame(
           h('strong', {}, username),
         ),
         h('a', { class: 'account-link', href: '/sessions' }, 'Where you’re signed in'),
+        passkeys ? h('a', { class: 'account-link', href: '/passkeys' }, 'Passkeys') : null,
         signOut,
       ),
     ),
