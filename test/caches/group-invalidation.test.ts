@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { applyImport } from '../../src/groups/import.ts';
+import { GROUP_LOG } from '../../src/store/freshness/group-log.ts';
 import type { GroupStore } from '../../src/store/group-types.ts';
 import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
 import { pgPool, sqliteDb } from '../helpers/engines.ts';
@@ -216,6 +217,109 @@ for (const kind of ['sqlite', 'postgres', 'redis-postgres'] as const) {
       });
       assert.deepEqual(await list('bob'), { ids: ['1: Now with clocks.'], from: 'memory' });
       assert.deepEqual(await members(1), ['alice:2', 'bob:1', 'carol:1', 'dave:1']);
+    });
+  });
+}
+
+// When the log cannot prove it holds every change since a reader's position, the reader drops
+// everything: more changes than a catch-up reads at once (an instance idle through a bulk write),
+// a generation moved by hand without an entry, a generation gone backwards (a restored backup). And
+// the triggers keep the log to its last GROUP_LOG.keptGenerations generations.
+for (const kind of ['sqlite', 'postgres'] as const) {
+  const store = storeOf(kind);
+  describe(`the group change log proves it is complete, or memory empties [${store.name}]`, () => {
+    let first: TestApp;
+    let second: TestApp;
+    let cookie = '';
+    let fromDatabase = 0;
+    const sql = async (text: string) => {
+      if (kind === 'sqlite') return sqliteDb(first.stores).prepare(text).all();
+      return (await pgPool(first.stores).query(text)).rows;
+    };
+    /** `count` generations, each one change of group 2 (which bob is not in). */
+    const changes = async (count: number) => {
+      if (kind === 'postgres') {
+        // In statements of 500 (each within the pool's statement timeout, under load too).
+        for (let done = 0; done < count; done += 500)
+          await sql(`DO $$ BEGIN FOR i IN 1..${Math.min(500, count - done)} LOOP
+            UPDATE groups SET activities = i::text WHERE id = 2; END LOOP; END $$`);
+        return;
+      }
+      const db = sqliteDb(first.stores);
+      const update = db.prepare('UPDATE groups SET activities = ? WHERE id = 2');
+      db.exec('BEGIN IMMEDIATE');
+      for (let i = 0; i < count; i++) update.run(String(i));
+      db.exec('COMMIT');
+    };
+    /** Bob's list on the second instance: whether it came from the database. */
+    const bobsListFromDatabase = async () => {
+      const before = fromDatabase;
+      const response = await second.fastify.inject({ url: '/api/group/', headers: { cookie } });
+      assert.equal(response.statusCode, 200);
+      assert.deepEqual(
+        (response.json() as { id: number }[]).map((g) => g.id),
+        [1],
+      );
+      return fromDatabase > before;
+    };
+
+    before(async () => {
+      const passwords = { alice: 'pw', bob: 'pw' };
+      first = await startTestApp({ store, authenticator: fakeAuthenticator(passwords) });
+      second = await startTestApp({ env: first.storeEnv, authenticator: fakeAuthenticator(passwords) });
+      ({ cookie } = await loginAs(first.fastify, 'bob', 'pw'));
+      assert.equal((await applyImport(first.stores, FIXTURE, 'lower')).ok, true);
+      const groups = second.stores.groups as GroupStore & Record<string, (...args: never[]) => unknown>;
+      const original = groups.listForMember.bind(groups);
+      Object.assign(groups, {
+        listForMember: (username: string) => {
+          fromDatabase++;
+          return original(username);
+        },
+      });
+    });
+    after(async () => {
+      await second?.close();
+      await first?.close();
+    });
+
+    test('a few changes to a group bob is not in leave his list in memory', async () => {
+      await bobsListFromDatabase();
+      assert.equal(await bobsListFromDatabase(), false);
+      await changes(3);
+      assert.equal(await bobsListFromDatabase(), false);
+    });
+
+    test('more changes than a catch-up reads at once: everything is dropped', async () => {
+      await changes(GROUP_LOG.pageRows + 1);
+      assert.equal(await bobsListFromDatabase(), true);
+      assert.equal(await bobsListFromDatabase(), false);
+    });
+
+    test('a generation moved by hand, without an entry: everything is dropped', async () => {
+      await sql('UPDATE group_generation SET value = value + 1');
+      assert.equal(await bobsListFromDatabase(), true);
+      assert.equal(await bobsListFromDatabase(), false);
+      await changes(2);
+      assert.equal(await bobsListFromDatabase(), false, 'from there on the log is whole again');
+    });
+
+    test('a generation gone backwards: everything is dropped', async () => {
+      await sql('UPDATE group_generation SET value = value - 2');
+      assert.equal(await bobsListFromDatabase(), true);
+      assert.equal(await bobsListFromDatabase(), false);
+    });
+
+    test('the triggers keep the last generations only, and every generation has an entry', async () => {
+      await changes(GROUP_LOG.keptGenerations + 2 * GROUP_LOG.pruneEvery);
+      const [row] = await sql(`SELECT (SELECT value FROM group_generation) AS generation,
+        min(generation) AS first, count(DISTINCT generation) AS kept FROM group_changes`);
+      const generation = Number(row!['generation']);
+      const first = Number(row!['first']);
+      assert.ok(first > generation - GROUP_LOG.keptGenerations - GROUP_LOG.pruneEvery, `first ${first}`);
+      assert.ok(first <= generation - GROUP_LOG.keptGenerations + 1, `first ${first}`);
+      assert.equal(Number(row!['kept']), generation - first + 1);
+      assert.equal(await bobsListFromDatabase(), true, 'far behind: everything is dropped');
     });
   });
 }

@@ -27,8 +27,9 @@ const GROUP_BY_ID = `SELECT gg.value AS generation, ${GROUP_COLUMNS} FROM group_
   LEFT JOIN groups g ON g.id = $1`;
 
 /**
- * The group change log's head, marks and rows after $n (none while $n < 0), in the catch-up's
- * snapshot; the rows as a JSON array of [generation, username, group_id], generation ascending.
+ * The group change log's head, marks and rows after $n up to the head (none while $n < 0; rows
+ * beyond the head are left by a generation gone backwards), in the catch-up's snapshot; the rows as
+ * a JSON array of [generation, username, group_id], generation ascending.
  */
 const logColumns = (n: number) => `(SELECT value FROM group_generation) AS group_generation,
     (SELECT min(generation) FROM group_changes) AS group_log_first,
@@ -37,7 +38,8 @@ const logColumns = (n: number) => `(SELECT value FROM group_generation) AS group
       WHERE generation = (SELECT value FROM group_generation)) AS group_log_last_mark,
     (SELECT json_agg(json_build_array(c.generation, c.username, c.group_id) ORDER BY c.generation)
       FROM (SELECT generation, username, group_id FROM group_changes
-        WHERE $${n}::bigint >= 0 AND generation > $${n} ORDER BY generation
+        WHERE $${n}::bigint >= 0 AND generation > $${n}
+          AND generation <= (SELECT value FROM group_generation) ORDER BY generation
         LIMIT ${GROUP_LOG.pageRows + 1}) c) AS group_log_rows`;
 
 const textOrNull = (value: unknown) => (value === null ? null : String(value));
