@@ -7,13 +7,17 @@ import { Redis, ReplyError } from 'ioredis';
 import { StoreUnavailableError } from '../errors.ts';
 import type { RedisTarget } from '../options.ts';
 
+/**
+ * A command Redis accepted but never answered (a hung server) fails after this long (inTime below),
+ * not by ioredis's own commandTimeout: its timer is judged before the process reads its sockets.
+ */
+const COMMAND_DEADLINE_MS = 2000;
+
 /** Client settings: a dead Redis answers within a bounded time, and the client reconnects forever. */
 const REDIS_SETTINGS = {
   // Commands fail at once while disconnected instead of queueing behind a reconnect.
   enableOfflineQueue: false,
   maxRetriesPerRequest: 1,
-  // A command Redis accepted but never answered (a hung server) fails after this long.
-  commandTimeout: 2000,
   connectTimeout: 2000,
   // Reconnect with a backoff capped at 1 s, forever: the store recovers when Redis is back.
   retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
@@ -102,10 +106,54 @@ function isRedisUnavailable(err: unknown): boolean {
   return !(err instanceof TypeError || err instanceof RangeError || err instanceof SyntaxError);
 }
 
-/** Maps "Redis cannot answer now" to StoreUnavailableError('sessions'); other errors pass. */
+/**
+ * Calls `expired` once `ms` have passed and the process has then read what its sockets hold.
+ * Timers run before the event loop polls its sockets: a process that did not run for `ms` (a crowded
+ * host, a long collection) would otherwise find a deadline passed while the answer it waits for sits
+ * unread in its socket, and fail for nothing. So the verdict waits for one poll after the deadline
+ * (setImmediate runs after it); `cancel` stops it.
+ */
+export function deadlineAfterPoll(ms: number, expired: () => void): { cancel(): void } {
+  let immediate: NodeJS.Immediate | null = null;
+  const timer = setTimeout(() => {
+    immediate = setImmediate(expired);
+  }, ms);
+  return {
+    cancel() {
+      clearTimeout(timer);
+      if (immediate !== null) clearImmediate(immediate);
+    },
+  };
+}
+
+/**
+ * The reply of a command already sent, or "Command timed out" when Redis has not answered within
+ * COMMAND_DEADLINE_MS of the process's own running (deadlineAfterPoll): a hung server fails the
+ * command, a process the host did not run for a while does not. Every command goes through it.
+ */
+export function inTime<T>(reply: Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const deadline = deadlineAfterPoll(COMMAND_DEADLINE_MS, () => reject(new Error('Command timed out')));
+    reply.then(
+      (value) => {
+        deadline.cancel();
+        resolve(value);
+      },
+      (err: unknown) => {
+        deadline.cancel();
+        reject(err);
+      },
+    );
+  });
+}
+
+/**
+ * Maps "Redis cannot answer now" (inTime's deadline included) to StoreUnavailableError('sessions');
+ * other errors pass.
+ */
 export async function mapped<T>(work: Promise<T>): Promise<T> {
   try {
-    return await work;
+    return await inTime(work);
   } catch (err) {
     if (isRedisUnavailable(err)) throw new StoreUnavailableError('sessions', { cause: err });
     throw err;

@@ -21,6 +21,7 @@
 // Redis's own data lost (a restart without persistence, FLUSHALL) is the log's epoch (session-log.ts).
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { deadlineAfterPoll, inTime } from './driver.ts';
 import type { Keys } from './scripts.ts';
 
 /**
@@ -32,26 +33,6 @@ const NEEDED_FLAGS = ['K', 'g', 'h', 'x', 'e'] as const;
 const BARRIER_TIMEOUT_MS = 2000;
 /** How often an instance whose events stopped tries to get them flowing again. */
 const REARM_MS = 5000;
-
-/**
- * Calls `expired` once `ms` have passed and the process has then read what its sockets hold.
- * Timers run before the event loop polls its sockets: a process that did not run for `ms` (a crowded
- * host, a long collection) would otherwise find a barrier's deadline passed while the barrier's event
- * sits unread in the subscribed socket, and turn its memory off for nothing. So the verdict waits for
- * one poll after the deadline (setImmediate runs after it); `cancel` stops it.
- */
-function deadlineAfterPoll(ms: number, expired: () => void): { cancel(): void } {
-  let immediate: NodeJS.Immediate | null = null;
-  const timer = setTimeout(() => {
-    immediate = setImmediate(expired);
-  }, ms);
-  return {
-    cancel() {
-      clearTimeout(timer);
-      if (immediate !== null) clearImmediate(immediate);
-    },
-  };
-}
 
 /** The flags `current` lacks among those the memory needs (`A` counts for g, h, x and e). */
 export function missingEventFlags(current: string): string {
@@ -66,11 +47,11 @@ export function missingEventFlags(current: string): string {
  */
 async function ensureKeyEvents(client: Redis): Promise<'on' | 'turned on' | 'unknown'> {
   try {
-    const reply = (await client.call('CONFIG', 'GET', 'notify-keyspace-events')) as string[];
+    const reply = (await inTime(client.call('CONFIG', 'GET', 'notify-keyspace-events'))) as string[];
     const current = reply[1] ?? '';
     const missing = missingEventFlags(current);
     if (missing === '') return 'on';
-    await client.call('CONFIG', 'SET', 'notify-keyspace-events', `${current}${missing}`);
+    await inTime(client.call('CONFIG', 'SET', 'notify-keyspace-events', `${current}${missing}`));
     return 'turned on';
   } catch {
     return 'unknown';
@@ -213,7 +194,7 @@ export class SessionKeyEvents {
     if (subscriber === null || this.#closed) return;
     try {
       await ensureKeyEvents(this.#main);
-      await subscriber.psubscribe(`${globLiteral(this.#channelPrefix + this.#sessionPrefix)}*`);
+      await inTime(subscriber.psubscribe(`${globLiteral(this.#channelPrefix + this.#sessionPrefix)}*`));
       const key = `${this.#barrierPrefix}arm`;
       const arrived = new Promise<void>((resolve, reject) => {
         const deadline = deadlineAfterPoll(BARRIER_TIMEOUT_MS, () => reject(new Error('no event')));
@@ -225,7 +206,7 @@ export class SessionKeyEvents {
       });
       // Awaited below; if the write fails first, its timeout must not surface as unhandled.
       arrived.catch(() => {});
-      await this.#main.multi().set(key, '1', 'PX', 60000).del(key).exec();
+      await inTime(this.#main.multi().set(key, '1', 'PX', 60000).del(key).exec());
       await arrived;
     } catch {
       this.#awaited.delete(`${this.#barrierPrefix}arm`);
