@@ -15,7 +15,9 @@
 //   them): the barrier event never comes, the catch-up fails after BARRIER_TIMEOUT_MS, and requests
 //   are answered by Redis itself until a barrier comes through again (tried every REARM_MS); memory
 //   is then emptied, since what happened in between is unknown.
-// - The subscribed connection lost: the same (events may have been lost with it).
+// - The subscribed connection lost (Redis also drops a subscriber that does not read, as a process
+//   the host does not run): the same (events may have been lost with it). A catch-up whose barrier
+//   began before the loss fails even when its event comes through the new subscription.
 // - A read racing an event: a session read while an event about its key arrives may be older than the
 //   event; such a read is not kept (fills are watched per key while in flight).
 // Redis's own data lost (a restart without persistence, FLUSHALL) is the log's epoch (session-log.ts).
@@ -148,16 +150,22 @@ export class SessionKeyEvents {
   barrier(): { readonly key: string; readonly passed: Promise<void> } {
     const key = `${this.#barrierPrefix}${++this.#barriers}`;
     if (!this.#flowing) return { key, passed: Promise.reject(new Error('key events do not flow')) };
+    // Events that stop after this instant (#stop moves the epoch) may be lost, and memory is emptied
+    // only once a new subscription has proven itself (#arm): until then a barrier event coming through
+    // that new subscription (the script resent after a reconnect) says nothing of the lost ones.
+    const epoch = this.#epoch;
     const passed = new Promise<void>((resolve, reject) => {
       const deadline = deadlineAfterPoll(BARRIER_TIMEOUT_MS, () => {
         this.#awaited.delete(key);
         reject(new Error('no barrier event'));
-        this.#stop('a barrier event did not arrive');
+        // A barrier of a subscription since replaced proves nothing of the current one.
+        if (epoch === this.#epoch) this.#stop('a barrier event did not arrive');
       });
       this.#awaited.set(key, () => {
         deadline.cancel();
         this.#awaited.delete(key);
-        resolve();
+        if (epoch === this.#epoch) resolve();
+        else reject(new Error('key events were interrupted'));
       });
     });
     return { key, passed };
