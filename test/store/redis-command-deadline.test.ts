@@ -2,7 +2,8 @@
 // process that the host did not run for longer than that deadline (a crowded host, a long collection)
 // must not fail a command whose reply is already waiting in its socket: that turned logins and checks
 // into 503s under load (src/store/redis/driver.ts, inTime). Seen as the session-lifecycle property
-// failing on "Redis sessions over …" under a load of 20–60 with 503 !== 200.
+// failing on "Redis sessions over …" under a load of 20–60 with 503 !== 200. The same holds for a
+// connection: one made while the process was not running is taken, not timed out.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Redis } from 'ioredis';
@@ -53,6 +54,50 @@ test('a reply that arrived while the process was not running is taken, not a tim
     }),
   );
   assert.equal(await reply, 'PONG');
+});
+
+test('a connection made while the process was not running is taken, not timed out', async () => {
+  // Both from one check phase: the first begins to connect (the socket is made before the second
+  // runs), the second keeps the process from reading the socket's "connected" for longer than the
+  // connect deadline; the timers then run first.
+  const connected = await new Promise<Promise<Redis>>((resolve) => {
+    let connecting: Promise<Redis>;
+    setImmediate(() => {
+      connecting = connectRedis(standalone(redis.url), () => {});
+      connecting.catch(() => {});
+    });
+    setImmediate(() => {
+      starve(STARVED_MS);
+      resolve(connecting);
+    });
+  });
+  const late = await connected;
+  try {
+    assert.equal(await mapped(late.ping()), 'PONG');
+  } finally {
+    late.disconnect();
+  }
+});
+
+test('a connection a hung Redis accepts but never answers is dropped, not waited on for ever', async () => {
+  proxy.setFault({ kind: 'stall' });
+  try {
+    const began = performance.now();
+    const failed = await connectRedis(standalone(`redis://127.0.0.1:${proxy.port}`), () => {}).then(
+      (late) => {
+        late.disconnect();
+        return null;
+      },
+      (err: Error) => err,
+    );
+    assert.ok(failed instanceof StoreUnavailableError);
+    // The connection's own deadline, not start-up's longest wait (10 s).
+    assert.equal((failed.cause as Error).message, 'connect ETIMEDOUT');
+    const waited = performance.now() - began;
+    assert.ok(waited >= 4000 && waited < 10_000, `failed after ${Math.round(waited)} ms`);
+  } finally {
+    proxy.setFault({ kind: 'none' });
+  }
 });
 
 test('a command Redis never answers still fails after the deadline: 503, not a wait for ever', async () => {

@@ -23,7 +23,7 @@
 // Redis's own data lost (a restart without persistence, FLUSHALL) is the log's epoch (session-log.ts).
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { deadlineAfterPoll, inTime } from './driver.ts';
+import { deadlineAfterPoll, duplicateClient, inTime } from './driver.ts';
 import type { Keys } from './scripts.ts';
 
 /**
@@ -110,7 +110,7 @@ export class SessionKeyEvents {
 
   /** Subscribes and proves that events flow (else the memory stays shut and a later try follows). */
   async start(): Promise<void> {
-    const subscriber = this.#main.duplicate({ autoResubscribe: false });
+    const subscriber = duplicateClient(this.#main, { autoResubscribe: false });
     this.#subscriber = subscriber;
     subscriber.on('error', () => {});
     subscriber.on('pmessage', (_pattern: string, channel: string, event: string) =>
