@@ -14,7 +14,12 @@ import {
   type PostgresConnection,
   postgresConnection,
 } from './driver.ts';
-import { GROUP_GENERATION, SESSION_CHANGE_LOG, SESSION_DELETION_LOG } from './freshness-schema.ts';
+import {
+  GROUP_CHANGE_LOG,
+  GROUP_GENERATION,
+  SESSION_CHANGE_LOG,
+  SESSION_DELETION_LOG,
+} from './freshness-schema.ts';
 
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   {
@@ -194,6 +199,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
         WHEN (NEW.search_text IS NOT NULL) EXECUTE FUNCTION group_search_text_stale();
     `,
   },
+  { version: 13, name: 'group change log', sql: GROUP_CHANGE_LOG },
 ];
 
 // Any constant works; it only has to be the same for every clubhouse process on a database.

@@ -88,7 +88,7 @@ export interface Dialect {
   readonly groupGeneration: string | null;
   /**
    * A query answering one row: `log_epoch` (text) and `log_seq`, the session deletion log's position
-   * (freshness/deletion-log.ts), to be read in the same snapshot as the sessions it vouches for.
+   * (freshness/change-log.ts), to be read in the same snapshot as the sessions it vouches for.
    */
   readonly sessionLogPosition: string;
   /** DDL of the table recording applied migrations. */
