@@ -49,6 +49,13 @@ export const POSTGRES_DIALECT: Dialect = {
   groupGeneration: null,
   // The head row of the log (migration 8): its lock orders the entries as their transactions commit.
   sessionLogPosition: 'SELECT epoch::text AS log_epoch, seq AS log_seq FROM session_log_head',
+  // A GIN index over the trigrams the fill writes beside the folded text (migration 12).
+  trigramIndex: {
+    ids: (param) => `SELECT id FROM groups WHERE search_trigrams @> $${param}::text[]`,
+    holds: (param) => `g.search_trigrams @> $${param}::text[]`,
+    value: (trigrams) => trigrams,
+    fill: "search_trigrams = string_to_array(f.trigrams, E'\\n')",
+  },
   migrationsTable:
     'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
   isUniqueViolation: (err) => err instanceof pg.DatabaseError && err.code === '23505',

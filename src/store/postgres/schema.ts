@@ -199,6 +199,26 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
         WHEN (NEW.search_text IS NOT NULL) EXECUTE FUNCTION group_search_text_stale();
     `,
   },
+  {
+    version: 12,
+    name: 'the group search index',
+    sql: `
+      -- As SQLite's version 12 (contract §13): the group search's trigram index. The trigrams of the
+      -- folded text within its fields, written by the fill in the same UPDATE as search_text
+      -- (sql/group-search.ts) and cleared with it by version 11's triggers, under a GIN index (core
+      -- PostgreSQL: no extension to create). The index follows the row, whoever writes or deletes it.
+      ALTER TABLE groups ADD COLUMN search_trigrams text[];
+      CREATE INDEX groups_search_trigrams ON groups USING gin (search_trigrams);
+      CREATE OR REPLACE FUNCTION group_search_text_stale() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        NEW.search_text := NULL;
+        NEW.search_trigrams := NULL;
+        RETURN NEW;
+      END $$;
+      -- The texts folded before this version are folded and indexed by the next search.
+      UPDATE groups SET search_text = NULL;
+    `,
+  },
   { version: 13, name: 'group change log', sql: GROUP_CHANGE_LOG },
 ];
 
