@@ -249,9 +249,9 @@ async function pairCase(
 /**
  * contract §13's writes beside the reads: the group list on both instances alone, and with one
  * membership write for every 100 reads going to the instances in turn (a seeded user asking to join a
- * group, then withdrawing: each a transaction that moves the group generation, so every instance's
- * group memory is dropped at its next catch-up). The writes are paced by the last round alone: its
- * rate / 100 a second.
+ * group, then withdrawing: each a transaction that logs its user in the group change log, so every
+ * instance drops that user's memberships and list at its next catch-up, and nothing else). The writes
+ * are paced by the last round alone: its rate / 100 a second.
  */
 async function mixedRow(
   context: BenchContext,
@@ -260,7 +260,8 @@ async function mixedRow(
 ): Promise<CaseRow> {
   const title = '2 instances, PostgreSQL + Redis: GET /api/group/ with 1 join or withdrawal per 100 reads';
   context.log(title);
-  // Each load session with a group its user is not in: the writes never touch what the reads read.
+  // Each load session with a group its user is not in: a write changes no answer, though it drops its
+  // user's (the log names the user), which that user's next read fills again.
   const sessions = readFileSync(loadFile, 'utf8')
     .split('\n')
     .filter((line) => line !== '')

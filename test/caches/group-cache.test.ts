@@ -305,22 +305,19 @@ describe('the group memory keeps its answers', () => {
     }
   });
 
-  test('but not through a change to any group, even one the user is not in', async () => {
+  test('through a change to a group the user is not in, but not one to a group in the list', async () => {
     const s = setup({ watched: true });
     try {
       await seed(s);
       const list = s.a.listFromMemory('ann')?.toString();
-      await s.b.groups.upsertGroup({
-        id: 4,
-        name: 'Renamed',
-        description: '',
-        short_description: '',
-        activities: '',
-        type: 1,
-      });
-      assert.equal(s.a.listFromMemory('ann')?.toString(), undefined, 'the whole memory is dropped');
-      assert.equal(JSON.stringify(await s.a.listForMember('ann')), list);
-      assert.equal(s.a.listFromMemory('ann')?.toString(), list);
+      const renamed = { id: 4, name: 'Renamed', description: '', short_description: '', activities: '' };
+      await s.b.groups.upsertGroup({ ...renamed, type: 1 });
+      assert.equal(s.a.listFromMemory('ann')?.toString(), list, 'group 4 is in no answer kept for ann');
+      await s.b.groups.upsertGroup({ ...renamed, id: 3, name: 'Art', description: 'about 3!', type: 0 });
+      assert.equal(s.a.listFromMemory('ann')?.toString(), undefined, 'group 3 is in her list');
+      const fresh = JSON.stringify(await s.a.listForMember('ann'));
+      assert.notEqual(fresh, list);
+      assert.equal(s.a.listFromMemory('ann')?.toString(), fresh);
     } finally {
       await s.close();
     }

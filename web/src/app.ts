@@ -409,9 +409,9 @@ async function showPage(focus: boolean | string, status?: string): Promise<void>
             ? 'Loading where you are signed in…'
             : route.page === 'find'
               ? 'Searching the groups…'
-            : route.page === 'passkeys'
-              ? 'Loading your passkeys…'
-              : 'Loading the group…',
+              : route.page === 'passkeys'
+                ? 'Loading your passkeys…'
+                : 'Loading the group…',
       ),
     );
     mount('Loading', ...frame.nodes);

@@ -16,8 +16,8 @@
 // Sharing one catch-up per turn costs every engine a little latency (an answer waits for the end of
 // the turn) and saves SQLite a system call per request, which is what a busy host makes dear
 // (docs/benchmarks.md).
-// What each memory drops is the same everywhere: the sessions a deletion log names
-// (deletion-log.ts), or every group answer when the group generation moved (group-memory.ts).
+// What each memory drops is the same everywhere: what its change log names (change-log.ts): the
+// sessions deleted, or the users' and groups' answers a group change touched (group-memory.ts).
 import type { FreshnessGate, Memory } from '../types.ts';
 
 /**

@@ -7,14 +7,22 @@
 //
 // Exactness (docs/freshness.md): every change an answer depends on (a group, a membership, a user
 // renamed or deleted), whoever commits it, moves the database's group generation in the changing
-// transaction (triggers). Everything kept belongs to one `generation`:
-// - a catch-up reads the generation and, if it differs (either way: a restored database may go
-//   back), drops everything (writes are rare: dropping all is simpler than knowing what a change
-//   touched, and as exact);
-// - a fill reads the generation in the same snapshot as its rows: one at a newer generation drops
-//   everything first, one at an older generation keeps nothing.
+// transaction and logs what it touched under the generation it moved to (triggers; group-log.ts).
+// - What leaves: a catch-up reads the log after its position (change-log.ts, the reader sessions
+//   use too) and drops what each entry names: a user's memberships and built list; a group's JSON
+//   and every built list holding it (found by `#listsWith`, kept beside the lists). When the log
+//   cannot prove it holds every change since (a hole, a generation gone backwards, entries pruned
+//   unread), everything is dropped.
+// - What enters: a fill reads the generation in the same snapshot as its rows, and is kept only if
+//   that is not older than the reader's position. An older one may predate a change the reader has
+//   already dropped for; a newer one is followed by a catch-up that reads every change after the
+//   position, those after the fill's own snapshot included.
+// A change to one user's membership thus leaves every other user's answers, and every group's JSON,
+// in memory.
 import type { Group, GroupJson, JsonBytes, MemberStatus } from '../group-types.ts';
+import { ChangeLogReader } from './change-log.ts';
 import type { AnswerWindow } from './gate.ts';
+import type { GroupChange } from './group-log.ts';
 
 /**
  * Bounds of the cache, in approximate bytes of memory, and the most memberships kept per user. The
@@ -49,6 +57,8 @@ interface Kept {
   readonly start: number;
   readonly end: number;
   readonly ascii: boolean;
+  /** The newest generation these bytes were read at. */
+  readAt: number;
 }
 
 const ARENA_CHUNK_BYTES = 1024 * 1024;
@@ -64,7 +74,7 @@ class JsonArena {
   /** Bytes appended since the last clear (kept or not). */
   appended = 0;
 
-  put(json: JsonBytes): Kept {
+  put(json: JsonBytes, readAt: number): Kept {
     const ascii = typeof json === 'string';
     const length = json.length;
     if (this.#chunk === null || this.#used + length > this.#chunk.length) {
@@ -77,7 +87,7 @@ class JsonArena {
     else json.copy(chunk, start);
     this.#used += length;
     this.appended += length;
-    return { chunk, start, end: start + length, ascii };
+    return { chunk, start, end: start + length, ascii, readAt };
   }
 
   clear(): void {
@@ -103,6 +113,8 @@ const same = (kept: Kept, json: JsonBytes) =>
 interface Memberships {
   readonly ids: Int32Array;
   readonly statuses: Uint8Array;
+  /** The generation they were read at. */
+  readonly readAt: number;
 }
 
 /** A user's list answer, and the memberships it was built from. */
@@ -193,7 +205,7 @@ function statusOf(memberships: Memberships, id: number): MemberStatus {
   return -1;
 }
 
-/** The groups and memberships of one generation of the database, as the answers' JSON. */
+/** The groups and memberships as the answers' JSON, kept exact by the group change log. */
 export class GroupMemory {
   readonly #json: GroupJson;
   readonly #window: AnswerWindow;
@@ -203,7 +215,7 @@ export class GroupMemory {
   readonly #arena = new JsonArena();
   readonly #members: WeighedMap<string, Memberships>;
   /**
-   * Each user's list answer as sent, built once per user and generation from the two maps above (a
+   * Each user's list answer as sent, built once from the two maps above and kept until a change names the user or one of its groups (a
    * list assembled per request joined 20 strings of 5 KiB and sent them as a new string: the
    * allocation, the copy and the collector's share of it were most of what the list cost beyond
    * the bare server). A Buffer: node writes it as it is, beside the headers. It answers only while
@@ -211,8 +223,17 @@ export class GroupMemory {
    * evicting when full (a list is rebuilt from what is kept).
    */
   readonly #lists: WeighedMap<string, BuiltList>;
-  /** The generation everything kept was read at (NaN: none yet). */
-  #generation = Number.NaN;
+  /**
+   * For each group, the users whose built list holds it (a member or administrator there): what a
+   * change of the group drops besides its JSON, without a walk over every list. Kept in step with
+   * `#lists` by #keepList, #dropList and #clear alone.
+   */
+  readonly #listsWith = new Map<number, Set<string>>();
+  /** The reader of the group change log: what it reads leaves memory, its position decides what may enter. */
+  readonly log: ChangeLogReader<GroupChange> = new ChangeLogReader<GroupChange>({
+    forget: (change) => this.#forget(change),
+    clear: () => this.#clear(),
+  });
 
   constructor(json: GroupJson, window: AnswerWindow, limits: GroupMemoryLimits = GROUP_MEMORY_LIMITS) {
     this.#json = json;
@@ -227,20 +248,14 @@ export class GroupMemory {
     );
   }
 
-  /** A catch-up read `current`: everything kept at another generation is dropped. */
-  caughtUp(current: number): void {
-    if (current === this.#generation) return;
-    this.#drop(current);
-  }
-
-  /** Keeps a group read at `generation` (nothing when that is older than what is kept). */
+  /** Keeps a group read at `generation` (nothing when the log reader has read beyond it). */
   keepGroup(group: Group, generation: number): void {
-    if (this.#admits(generation)) this.#keepGroup(group);
+    if (this.#admits(generation)) this.#keepGroup(group, generation);
   }
 
   /**
    * Keeps every membership of `username` (in group order) and their groups, read at `generation`
-   * (nothing when that is older than what is kept).
+   * (nothing when the log reader has read beyond it).
    */
   keepUser(username: string, rows: readonly MembershipRow[], generation: number): void {
     if (!this.#admits(generation)) return;
@@ -249,11 +264,11 @@ export class GroupMemory {
     rows.forEach(({ group, status }, i) => {
       ids[i] = group.id;
       statuses[i] = status;
-      this.#keepGroup(group);
+      this.#keepGroup(group, generation);
     });
-    this.#members.set(username, { ids, statuses });
+    this.#members.set(username, { ids, statuses, readAt: generation });
     // Built again from these memberships at the next list.
-    this.#lists.delete(username);
+    this.#dropList(username);
   }
 
   /** The JSON of the user's list; undefined when the window is shut or something it needs is not kept. */
@@ -276,7 +291,7 @@ export class GroupMemory {
     if (!this.#lists.fits(list.length + LIST_OVERHEAD)) return list;
     // A string is ASCII (JsonBytes): its latin1 bytes are the same characters.
     const bytes = typeof list === 'string' ? Buffer.from(list, 'latin1') : list;
-    this.#lists.set(username, { of: memberships, bytes });
+    this.#keepList(username, { of: memberships, bytes });
     return bytes;
   }
 
@@ -289,31 +304,91 @@ export class GroupMemory {
     return this.#json.detail(bytesOf(kept), statusOf(memberships, id));
   }
 
-  /** A fill at `generation` may be kept: not older than what is kept (a newer one drops it first). */
+  /**
+   * A fill read at `generation` may be kept: the log reader has read nothing beyond it. The first
+   * fill before any catch-up starts the reader at its generation (memory holds nothing older).
+   */
   #admits(generation: number): boolean {
-    if (generation < this.#generation) return false;
-    if (generation !== this.#generation) this.#drop(generation);
-    return true;
+    const read = { epoch: '', seq: generation };
+    this.log.startAt(read);
+    return this.log.admits(read);
   }
 
-  #drop(generation: number): void {
+  /**
+   * Drops what a change logged at `generation` names, unless it was read at that generation or later
+   * (a fill beyond the reader's position: it holds the change already).
+   */
+  #forget({ generation, username, group }: GroupChange): void {
+    if (username === null && group === null) {
+      this.#clear();
+      return;
+    }
+    if (username !== null && (this.#members.get(username)?.readAt ?? -1) < generation) {
+      this.#members.delete(username);
+      this.#dropList(username);
+    }
+    if (group !== null && (this.#groups.get(group)?.readAt ?? -1) < generation) {
+      this.#groups.delete(group);
+      this.#dropListsWith(group);
+    }
+  }
+
+  #clear(): void {
     this.#groups.clear();
     this.#members.clear();
     this.#lists.clear();
+    this.#listsWith.clear();
     this.#arena.clear();
-    this.#generation = generation;
   }
 
-  #keepGroup(group: Group): void {
-    const written = this.#json.group(group);
-    // Unchanged: left where it is (a re-insertion would only churn the Map).
-    const kept = this.#groups.get(group.id);
-    if (kept === undefined || !same(kept, written)) {
-      this.#groups.set(group.id, this.#arena.put(written));
-      // Other bytes at the same generation (not expected: any change moves it): no list built from the old ones stays.
-      if (kept !== undefined) this.#lists.clear();
-      if (this.#arena.appended > 2 * this.limits.groupBytes) this.#compact();
+  /** Keeps a built list (unless the lists are full) and records the groups it holds. */
+  #keepList(username: string, built: BuiltList): void {
+    this.#dropList(username);
+    this.#lists.set(username, built);
+    if (this.#lists.get(username) !== built) return;
+    const { ids, statuses } = built.of;
+    for (let i = 0; i < ids.length; i++) {
+      if (statuses[i] === 0) continue;
+      const id = ids[i]!;
+      const users = this.#listsWith.get(id);
+      if (users === undefined) this.#listsWith.set(id, new Set([username]));
+      else users.add(username);
     }
+  }
+
+  #dropList(username: string): void {
+    const built = this.#lists.get(username);
+    if (built === undefined) return;
+    this.#lists.delete(username);
+    const { ids, statuses } = built.of;
+    for (let i = 0; i < ids.length; i++) {
+      if (statuses[i] === 0) continue;
+      const users = this.#listsWith.get(ids[i]!);
+      users?.delete(username);
+      if (users?.size === 0) this.#listsWith.delete(ids[i]!);
+    }
+  }
+
+  /** Drops every built list holding `group`. */
+  #dropListsWith(group: number): void {
+    const users = this.#listsWith.get(group);
+    if (users === undefined) return;
+    for (const username of [...users]) this.#dropList(username);
+  }
+
+  #keepGroup(group: Group, readAt: number): void {
+    const written = this.#json.group(group);
+    const kept = this.#groups.get(group.id);
+    // Unchanged: left where it is (a re-insertion would only churn the Map), and as new as this read.
+    if (kept !== undefined && same(kept, written)) {
+      if (readAt > kept.readAt) kept.readAt = readAt;
+      return;
+    }
+    this.#groups.set(group.id, this.#arena.put(written, readAt));
+    // Other bytes (read after a change the reader has not caught up with yet), or none kept (evicted:
+    // a list may have been built from older ones): no list built from them stays.
+    this.#dropListsWith(group.id);
+    if (this.#arena.appended > 2 * this.limits.groupBytes) this.#compact();
   }
 
   /**
@@ -327,7 +402,7 @@ export class GroupMemory {
     for (const [id, old] of kept)
       this.#groups.set(
         id,
-        this.#arena.put(old.ascii ? bytesOf(old) : old.chunk.subarray(old.start, old.end)),
+        this.#arena.put(old.ascii ? bytesOf(old) : old.chunk.subarray(old.start, old.end), old.readAt),
       );
   }
 }

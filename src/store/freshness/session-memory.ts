@@ -1,7 +1,7 @@
 // The sessions a process keeps in memory, the same on every engine: bounded (oldest out), answering
 // only while its window is open (gate.ts: right after a catch-up), and kept exact by one rule for what
 // may enter and one for what leaves (docs/freshness.md):
-// - leaves: every session a deletion log entry names (deletion-log.ts), or everything when the log
+// - leaves: every session a deletion log entry names (change-log.ts), or everything when the log
 //   cannot say what happened (an epoch change, a sequence gone backwards, entries purged unread);
 //   and on Redis every session key an event names (redis/key-events.ts);
 // - enters: a session read together with the log's position at that instant, kept only if the
@@ -10,7 +10,7 @@
 // Expiry needs no entry: a kept session carries expires_at and is not answered after it. There is no
 // negative memory: an unknown id always goes to the store.
 import type { SessionRecord, SessionStore } from '../types.ts';
-import { DeletionLogReader, type LogPosition } from './deletion-log.ts';
+import { ChangeLogReader, type LogPosition } from './change-log.ts';
 import type { AnswerWindow } from './gate.ts';
 
 /** A session as read (null: none live), with the deletion log's position in the same snapshot. */
@@ -29,7 +29,7 @@ export class SessionMemory {
   readonly #window: AnswerWindow;
   readonly #capacity: number;
   /** The reader of the store's deletion log: what it reads leaves memory, its position decides what may enter. */
-  readonly log: DeletionLogReader = new DeletionLogReader(this);
+  readonly log: ChangeLogReader<string> = new ChangeLogReader<string>(this);
 
   constructor(window: AnswerWindow, capacity = SESSION_MEMORY_ENTRIES) {
     this.#window = window;

@@ -1,6 +1,7 @@
 // The PostgreSQL migrations behind the answers from memory (schema.ts lists them in order; the design
 // is docs/freshness.md): what moves in the writing transaction, so that every instance's next
 // catch-up sees it.
+import { GROUP_LOG } from '../freshness/group-log.ts';
 
 /** Version 7: group_generation, as SQLite's version 6. */
 export const GROUP_GENERATION = `
@@ -95,4 +96,133 @@ export const SESSION_CHANGE_LOG = `
       CREATE TRIGGER sessions_log_changes AFTER UPDATE ON sessions
         REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
         FOR EACH STATEMENT EXECUTE FUNCTION log_session_changes();
+    `;
+
+/**
+ * Version 13: the group change log, as SQLite's version 13 (freshness/group-log.ts says what each
+ * entry names and why). Statement triggers read what their statement touched from its transition
+ * tables (cascades run statements of their own, which log themselves) and log it under one new
+ * generation; a statement that touched nothing moves nothing, so every generation has an entry. A
+ * TRUNCATE, or a statement touching more than a catch-up reads at once, logs "everything" (both
+ * NULL). The row lock of group_generation orders the generations, and their entries, as the
+ * transactions commit.
+ */
+export const GROUP_CHANGE_LOG = `
+      CREATE TABLE group_changes (
+        generation bigint NOT NULL,
+        username text,
+        group_id integer,
+        at bigint NOT NULL
+      );
+      CREATE INDEX group_changes_by_generation ON group_changes (generation);
+      -- Moves the generation and logs the users and groups named (both NULL: everything); keeps the
+      -- last ${GROUP_LOG.keptGenerations} generations (a lagging reader finds its next one gone and
+      -- drops everything), pruned every ${GROUP_LOG.pruneEvery}th.
+      CREATE FUNCTION log_group_changes(usernames text[], group_ids integer[]) RETURNS void
+        LANGUAGE plpgsql AS $$
+      DECLARE
+        next bigint;
+        now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+      BEGIN
+        UPDATE group_generation SET value = value + 1 RETURNING value INTO next;
+        IF usernames IS NULL OR group_ids IS NULL
+          OR cardinality(usernames) + cardinality(group_ids) > ${GROUP_LOG.pageRows} THEN
+          INSERT INTO group_changes (generation, username, group_id, at) VALUES (next, NULL, NULL, now_ms);
+        ELSE
+          INSERT INTO group_changes (generation, username, group_id, at)
+            SELECT next, u, NULL, now_ms FROM unnest(usernames) u
+            UNION ALL SELECT next, NULL, g, now_ms FROM unnest(group_ids) g;
+        END IF;
+        IF next % ${GROUP_LOG.pruneEvery} = 0 THEN
+          DELETE FROM group_changes WHERE generation <= next - ${GROUP_LOG.keptGenerations};
+        END IF;
+      END $$;
+
+      CREATE FUNCTION log_memberships_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE
+        names text[];
+      BEGIN
+        IF TG_OP = 'INSERT' THEN names := ARRAY(SELECT DISTINCT username FROM new_rows);
+        ELSIF TG_OP = 'DELETE' THEN names := ARRAY(SELECT DISTINCT username FROM old_rows);
+        ELSE names := ARRAY(SELECT username FROM old_rows UNION SELECT username FROM new_rows);
+        END IF;
+        IF cardinality(names) > 0 THEN PERFORM log_group_changes(names, '{}'); END IF;
+        RETURN NULL;
+      END $$;
+
+      -- A group that appears under an id (inserted, or an id changed) also names the users with
+      -- memberships there: with foreign keys they have none, but the cost is one index probe.
+      CREATE FUNCTION log_groups_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE
+        ids integer[];
+        appeared integer[];
+      BEGIN
+        IF TG_OP = 'INSERT' THEN
+          ids := ARRAY(SELECT id FROM new_rows);
+          appeared := ids;
+        ELSIF TG_OP = 'DELETE' THEN
+          ids := ARRAY(SELECT id FROM old_rows);
+          appeared := '{}';
+        ELSE
+          ids := ARRAY(SELECT id FROM old_rows UNION SELECT id FROM new_rows);
+          appeared := ARRAY(SELECT id FROM new_rows EXCEPT SELECT id FROM old_rows);
+        END IF;
+        IF cardinality(ids) > 0 THEN
+          PERFORM log_group_changes(
+            ARRAY(SELECT DISTINCT username FROM memberships WHERE group_id = ANY (appeared)), ids);
+        END IF;
+        RETURN NULL;
+      END $$;
+
+      CREATE FUNCTION log_users_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF EXISTS (SELECT 1 FROM old_rows) THEN
+          PERFORM log_group_changes(ARRAY(SELECT username FROM old_rows), '{}');
+        END IF;
+        RETURN NULL;
+      END $$;
+
+      -- A row trigger: transition tables cannot go with a column list, and a statement trigger on
+      -- every UPDATE of users would run on every login.
+      CREATE FUNCTION log_user_renamed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM log_group_changes(ARRAY[OLD.username, NEW.username], '{}');
+        RETURN NULL;
+      END $$;
+
+      CREATE FUNCTION log_group_tables_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM log_group_changes(NULL, NULL);
+        RETURN NULL;
+      END $$;
+
+      DROP TRIGGER groups_generation ON groups;
+      DROP TRIGGER memberships_generation ON memberships;
+      DROP TRIGGER users_generation ON users;
+      DROP FUNCTION bump_group_generation();
+
+      CREATE TRIGGER groups_log_insert AFTER INSERT ON groups REFERENCING NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION log_groups_changed();
+      CREATE TRIGGER groups_log_update AFTER UPDATE ON groups
+        REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION log_groups_changed();
+      CREATE TRIGGER groups_log_delete AFTER DELETE ON groups REFERENCING OLD TABLE AS old_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION log_groups_changed();
+      CREATE TRIGGER memberships_log_insert AFTER INSERT ON memberships REFERENCING NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION log_memberships_changed();
+      CREATE TRIGGER memberships_log_update AFTER UPDATE ON memberships
+        REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION log_memberships_changed();
+      CREATE TRIGGER memberships_log_delete AFTER DELETE ON memberships REFERENCING OLD TABLE AS old_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION log_memberships_changed();
+      CREATE TRIGGER users_log_delete AFTER DELETE ON users REFERENCING OLD TABLE AS old_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION log_users_deleted();
+      CREATE TRIGGER users_log_rename AFTER UPDATE OF username ON users FOR EACH ROW
+        WHEN (OLD.username IS DISTINCT FROM NEW.username) EXECUTE FUNCTION log_user_renamed();
+      CREATE TRIGGER groups_log_truncate AFTER TRUNCATE ON groups
+        FOR EACH STATEMENT EXECUTE FUNCTION log_group_tables_truncated();
+      CREATE TRIGGER memberships_log_truncate AFTER TRUNCATE ON memberships
+        FOR EACH STATEMENT EXECUTE FUNCTION log_group_tables_truncated();
+      CREATE TRIGGER users_log_truncate AFTER TRUNCATE ON users
+        FOR EACH STATEMENT EXECUTE FUNCTION log_group_tables_truncated();
     `;

@@ -1,11 +1,13 @@
 // Groups on PostgreSQL with the process's group memory (freshness/group-memory.ts): the answers of
 // GET /api/group/ and GET /api/group/{id} as the JSON the routes send, for any number of instances
-// and the CLI. Every change they depend on moves group_generation (statement triggers, migration 7)
-// in the changing transaction; the bump updates one row, so the bumps are ordered as their
-// transactions commit: a snapshot that sees generation g sees every change up to g. A catch-up reads
-// the generation (catch-up.ts), and each fill reads it in the same statement as its rows.
+// and the CLI. Every change they depend on moves group_generation and logs what it touched in the
+// changing transaction (statement triggers, migrations 7 and 13); the bump updates one row, so the
+// bumps are ordered as their transactions commit: a snapshot that sees generation g sees every change
+// and every log entry up to g. A catch-up reads the generation and the log after its position
+// (catch-up.ts), and each fill reads the generation in the same statement as its rows.
 import type pg from 'pg';
 import type { AnswerWindow } from '../freshness/gate.ts';
+import { GROUP_LOG, type GroupChange, groupLogPage } from '../freshness/group-log.ts';
 import type { GroupMemoryLimits, MembershipRow } from '../freshness/group-memory.ts';
 import { GroupMemory } from '../freshness/group-memory.ts';
 import type { Group, GroupDetail, GroupJson, GroupStore, MemberStatus } from '../group-types.ts';
@@ -24,6 +26,24 @@ const USER_GROUPS = `SELECT gg.value AS generation, u.* FROM group_generation gg
 const GROUP_BY_ID = `SELECT gg.value AS generation, ${GROUP_COLUMNS} FROM group_generation gg
   LEFT JOIN groups g ON g.id = $1`;
 
+/**
+ * The group change log's head, marks and rows after $n up to the head (none while $n < 0; rows
+ * beyond the head are left by a generation gone backwards), in the catch-up's snapshot; the rows as
+ * a JSON array of [generation, username, group_id], generation ascending.
+ */
+const logColumns = (n: number) => `(SELECT value FROM group_generation) AS group_generation,
+    (SELECT min(generation) FROM group_changes) AS group_log_first,
+    (SELECT min(at)::text FROM group_changes WHERE generation = $${n}) AS group_log_mark_at,
+    (SELECT min(at)::text FROM group_changes
+      WHERE generation = (SELECT value FROM group_generation)) AS group_log_last_mark,
+    (SELECT json_agg(json_build_array(c.generation, c.username, c.group_id) ORDER BY c.generation)
+      FROM (SELECT generation, username, group_id FROM group_changes
+        WHERE $${n}::bigint >= 0 AND generation > $${n}
+          AND generation <= (SELECT value FROM group_generation) ORDER BY generation
+        LIMIT ${GROUP_LOG.pageRows + 1}) c) AS group_log_rows`;
+
+const textOrNull = (value: unknown) => (value === null ? null : String(value));
+
 /** The PostgreSQL group store with memory of the answers `json` writes, caught up by `catchUp`. */
 export function postgresGroupMemory(
   pool: pg.Pool,
@@ -35,10 +55,27 @@ export function postgresGroupMemory(
 ): { readonly store: GroupStore; readonly answers: GroupMemoryAnswers } {
   const shared = sqlGroupStore(driver);
   const memory = new GroupMemory(json, window, limits);
+  const reader = memory.log;
+  /** The position the statement in flight reads after (a fill may start the reader meanwhile). */
+  let asked = -1;
   catchUp.add({
-    columns: () => '(SELECT value FROM group_generation) AS generation',
-    values: () => [],
-    apply: (row) => memory.caughtUp(Number(row['generation'])),
+    columns: logColumns,
+    values: () => {
+      asked = reader.seq;
+      return [asked];
+    },
+    apply: (row) => {
+      const rows = ((row['group_log_rows'] ?? []) as [number, string | null, number | null][]).map(
+        ([generation, username, group]): GroupChange => ({ generation, username, group }),
+      );
+      const head = {
+        generation: Number(row['group_generation']),
+        first: row['group_log_first'] === null ? null : Number(row['group_log_first']),
+        markAt: textOrNull(row['group_log_mark_at']),
+        lastMark: textOrNull(row['group_log_last_mark']),
+      };
+      reader.apply(groupLogPage(asked, head, rows));
+    },
   });
 
   /** The user's memberships with their groups; null when there are more than memory keeps. */

@@ -8,7 +8,7 @@
 // - a catch-up reads a page of it in the statement every memory on the database shares
 //   (catch-up.ts).
 import type pg from 'pg';
-import type { LogPage } from '../freshness/deletion-log.ts';
+import type { LogPage } from '../freshness/change-log.ts';
 import type { AnswerWindow } from '../freshness/gate.ts';
 import { rememberingSessions, SessionMemory } from '../freshness/session-memory.ts';
 import type { SqlDriver } from '../sql/driver.ts';
@@ -58,13 +58,13 @@ export function postgresSessionMemory(
     columns: pageColumns,
     values: () => [reader.seq],
     apply: (row) => {
-      const page: LogPage = {
+      const page: LogPage<string> = {
         epoch: String(row['log_epoch']),
         seq: Number(row['log_seq']),
         first: row['log_first'] === null ? null : Number(row['log_first']),
         markAtPosition: hexOrNull(row['log_mark_at']),
         lastMark: hexOrNull(row['log_last_mark']),
-        hashes: (row['log_hashes'] as Buffer[]).map((hash) => hash.toString('hex')),
+        entries: (row['log_hashes'] as Buffer[]).map((hash) => hash.toString('hex')),
       };
       reader.apply(page);
     },

@@ -48,7 +48,7 @@ export const LOG_DELETIONS = `
 
 export const SESSION_LOG_SCRIPTS = {
   // KEYS: session-log-state, session-log, the barrier key. ARGV: the seq last read (-1: none).
-  // Returns the page after it (freshness/deletion-log.ts): {epoch, seq, first ('' when the log keeps
+  // Returns the page after it (freshness/change-log.ts): {epoch, seq, first ('' when the log keeps
   // no entry), the mark at the seq read ('' when not kept), the mark of the newest entry, the entries
   // after the seq read (none when some of them are gone: the reader then sees `first` past them)}. A
   // mark is an entry's first hash. Last, it writes and deletes the barrier key, whose "del" event

@@ -5,7 +5,7 @@
 // the log, what anyone else did to a session key from the events. A session read enters memory only
 // with the log's position read in the same script and no event about its key meanwhile.
 import type { Redis } from 'ioredis';
-import type { LogPage } from '../freshness/deletion-log.ts';
+import type { LogPage } from '../freshness/change-log.ts';
 import { type AnswerWindow, CatchUpRounds } from '../freshness/gate.ts';
 import { rememberingSessions, SessionMemory } from '../freshness/session-memory.ts';
 import type { SessionMemoryAnswers, SessionStore } from '../types.ts';
@@ -55,13 +55,13 @@ export function redisSessionMemory(
       run.sessionLogPage([k.logState, k.log, barrier.key], [reader.seq]),
     )) as string[];
     await barrier.passed;
-    const page: LogPage = {
+    const page: LogPage<string> = {
       epoch: reply[0] ?? '',
       seq: Number(reply[1]),
       first: reply[2] === '' || reply[2] === undefined ? null : Number(reply[2]),
       markAtPosition: reply[3] === '' || reply[3] === undefined ? null : reply[3],
       lastMark: reply[4] === '' || reply[4] === undefined ? null : reply[4],
-      hashes: entryHashes(reply, 5),
+      entries: entryHashes(reply, 5),
     };
     reader.apply(page);
   });

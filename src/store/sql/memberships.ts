@@ -4,8 +4,8 @@
 // lock; READ COMMITTED then reads what the previous holder committed) as on SQLite (the write lock of
 // the IMMEDIATE transaction): two administrators demoting each other leave one. The rules are the
 // domain's (groups/membership.ts), handed in as `decide`: the store reads the facts and writes the
-// answer. Every write moves group_generation by trigger (migrations 6 and 7), so every process's group
-// memory drops what it kept before its next answer (docs/freshness.md). `since` is written here; a
+// answer. Every write moves group_generation and logs its user by trigger (migrations 6, 7 and 13),
+// so every process's group memory drops that user's answers before its next one (docs/freshness.md). `since` is written here; a
 // writer that leaves it out (an import, the sync, a merge, a SQL shell) has it set by trigger
 // (migration 11).
 import type {

@@ -1,10 +1,12 @@
 // Groups on SQLite with the process's group memory (freshness/group-memory.ts): the answers of
 // GET /api/group/ and GET /api/group/{id} as the JSON the routes send. Every change they depend on
-// moves group_generation (triggers, migration 6) in the changing transaction, whoever commits it; a
-// catch-up reads it (freshness.ts decides when: the commit watch), and each fill reads it in the same
-// read transaction as its rows.
+// moves group_generation and logs what it touched (triggers, migrations 6 and 13) in the changing
+// transaction, whoever commits it; a catch-up reads the generation and the log after its position
+// (freshness.ts decides when: the commit watch), and each fill reads the generation in the same read
+// transaction as its rows.
 import type { DatabaseSync } from 'node:sqlite';
 import type { AnswerWindow } from '../freshness/gate.ts';
+import { GROUP_LOG, type GroupChange, groupLogPage } from '../freshness/group-log.ts';
 import { GroupMemory, type GroupMemoryLimits, type MembershipRow } from '../freshness/group-memory.ts';
 import type { Group, GroupDetail, GroupJson, GroupStore, MemberStatus } from '../group-types.ts';
 import { GROUP_QUERIES, sqlGroupStore } from '../sql/groups.ts';
@@ -17,6 +19,14 @@ import { call, type SqliteDriver, transaction } from './driver.ts';
 const USER_GROUPS = `SELECT m.group_id, m.status, ${GROUP_COLUMNS} FROM memberships m
   JOIN groups g ON g.id = m.group_id WHERE m.username = ? ORDER BY m.group_id LIMIT ?`;
 const GROUP_BY_ID = `SELECT ${GROUP_COLUMNS} FROM groups g WHERE g.id = ?`;
+/** The group change log's head and its marks (the least `at` of a generation) at ?1 and at the head. */
+const LOG_HEAD = `SELECT (SELECT value FROM group_generation) AS generation,
+  (SELECT min(generation) FROM group_changes) AS first,
+  (SELECT min(at) FROM group_changes WHERE generation = ?1) AS mark_at,
+  (SELECT min(at) FROM group_changes WHERE generation = (SELECT value FROM group_generation)) AS last_mark`;
+/** The rows after the position up to the head read first: later ones wait for the next page. */
+const LOG_ROWS = `SELECT generation, username, group_id FROM group_changes
+  WHERE generation > ? AND generation <= ? ORDER BY generation LIMIT ${GROUP_LOG.pageRows + 1}`;
 
 /** The SQLite group store with memory of the answers `json` writes, its answers, and its catch-up. */
 export function sqliteGroupMemory(
@@ -31,12 +41,39 @@ export function sqliteGroupMemory(
   readGeneration.setReturnArrays(true);
   const userGroups = db.prepare(USER_GROUPS);
   const groupById = db.prepare(GROUP_BY_ID);
+  const logHead = db.prepare(LOG_HEAD);
+  const logRows = db.prepare(LOG_ROWS);
   // The shared layer's own queries, for users with more memberships than memory keeps.
   const listQuery = db.prepare(sqliteSql(GROUP_QUERIES.listForMember));
   const detailQuery = db.prepare(sqliteSql(GROUP_QUERIES.detail));
 
   const memory = new GroupMemory(json, window, limits);
   const generationNow = () => Number((readGeneration.get() as unknown as unknown[])[0]);
+  const markOf = (at: unknown) => (at === null ? null : String(at));
+  /** Reads the log after the reader's position and applies it. */
+  const catchUp = () => {
+    const after = memory.log.seq;
+    const head = logHead.get(after)!;
+    const generation = Number(head['generation']);
+    const rows =
+      after < 0
+        ? []
+        : logRows.all(after, generation).map(
+            (row): GroupChange => ({
+              generation: Number(row['generation']),
+              username: row['username'] === null ? null : String(row['username']),
+              group: row['group_id'] === null ? null : Number(row['group_id']),
+            }),
+          );
+    const first = head['first'] === null ? null : Number(head['first']);
+    memory.log.apply(
+      groupLogPage(
+        after,
+        { generation, first, markAt: markOf(head['mark_at']), lastMark: markOf(head['last_mark']) },
+        rows,
+      ),
+    );
+  };
 
   /**
    * Inside one read snapshot: the user's memberships with their groups, kept at the snapshot's
@@ -78,6 +115,6 @@ export function sqliteGroupMemory(
         }),
     },
     answers: memory,
-    catchUp: () => memory.caughtUp(generationNow()),
+    catchUp,
   };
 }

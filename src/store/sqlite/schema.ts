@@ -2,10 +2,73 @@
 // (limits.ts) are enforced here (CHECK, UNIQUE, foreign keys, STRICT types) as well as in the code;
 // the limits tests of test/store/contract.test.ts prove the two agree.
 import type { DatabaseSync } from 'node:sqlite';
+import { GROUP_LOG } from '../freshness/group-log.ts';
 import { groupSyncMigration } from '../sql/group-sync-schema.ts';
 import { type Migration, migrate } from '../sql/migrate.ts';
 import { SQLITE_DIALECT, SQLITE_NOW_MS } from './dialect.ts';
 import { sqliteDriver } from './driver.ts';
+
+/**
+ * Version 13: each trigger of version 6 also logs what its row touched, under the generation it moved
+ * to (freshness/group-log.ts says what each entry names and why): a catch-up then drops those answers
+ * alone. Row triggers: every row is a generation of its own (cascades included), logged whoever
+ * writes it, an operator's sqlite3 shell too; they move the generation on the same writes as before
+ * (the group sync's mark relies on it: sql/group-sync-mark.ts).
+ */
+const GROUP_CHANGE_LOG = (() => {
+  /** Logs the rows of `select` (username, group_id, after the generation) under the generation now. */
+  const log = (select: string, from = '', where = '') =>
+    `INSERT INTO group_changes (generation, username, group_id, at)
+        SELECT gg.value, ${select}, ${SQLITE_NOW_MS} FROM group_generation gg ${from} ${where};`;
+  const bump = 'UPDATE group_generation SET value = value + 1;';
+  /** The users with memberships under a group id that appeared (inserted, or another's id taken). */
+  const membersOf = (id: string, where = '') =>
+    log('m.username, NULL', `JOIN memberships m ON m.group_id = ${id}`, where);
+  const trigger = (name: string, event: string, body: string) => `
+      DROP TRIGGER ${name};
+      CREATE TRIGGER ${name} ${event}
+      BEGIN
+        ${bump}
+        ${body}
+      END;`;
+  return `
+      CREATE TABLE group_changes (
+        generation INTEGER NOT NULL,
+        username TEXT,
+        group_id INTEGER,
+        at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX group_changes_by_generation ON group_changes (generation);
+      -- Keeps the last ${GROUP_LOG.keptGenerations} generations (a lagging reader finds its next one
+      -- gone and drops everything), pruned every ${GROUP_LOG.pruneEvery}th.
+      CREATE TRIGGER group_changes_prune AFTER INSERT ON group_changes
+        WHEN new.generation % ${GROUP_LOG.pruneEvery} = 0
+      BEGIN
+        DELETE FROM group_changes WHERE generation <= new.generation - ${GROUP_LOG.keptGenerations};
+      END;
+      ${trigger('groups_insert_generation', 'AFTER INSERT ON groups', `${log('NULL, new.id')} ${membersOf('new.id')}`)}
+      ${trigger(
+        'groups_update_generation',
+        'AFTER UPDATE ON groups',
+        `${log('NULL, old.id')} ${log('NULL, new.id', '', 'WHERE new.id IS NOT old.id')}
+        ${membersOf('new.id', 'WHERE new.id IS NOT old.id')}`,
+      )}
+      ${trigger('groups_delete_generation', 'AFTER DELETE ON groups', log('NULL, old.id'))}
+      ${trigger('memberships_insert_generation', 'AFTER INSERT ON memberships', log('new.username, NULL'))}
+      ${trigger(
+        'memberships_update_generation',
+        'AFTER UPDATE ON memberships',
+        `${log('old.username, NULL')} ${log('new.username, NULL', '', 'WHERE new.username IS NOT old.username')}`,
+      )}
+      ${trigger('memberships_delete_generation', 'AFTER DELETE ON memberships', log('old.username, NULL'))}
+      ${trigger(
+        'users_update_generation',
+        'AFTER UPDATE OF username ON users WHEN old.username IS NOT new.username',
+        `${log('old.username, NULL')} ${log('new.username, NULL')}`,
+      )}
+      ${trigger('users_delete_generation', 'AFTER DELETE ON users', log('old.username, NULL'))}
+    `;
+})();
 
 export const SQLITE_MIGRATIONS: readonly Migration[] = [
   {
@@ -276,6 +339,37 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
         UPDATE groups SET search_text = NULL WHERE id = new.id;
       END;
     `,
+  },
+  {
+    version: 12,
+    name: 'the group search index',
+    sql: `
+      -- contract §13: the group search's trigram index (sql/group-search.ts) over the folded text.
+      -- FTS5's trigram tokenizer, case_sensitive so that it folds nothing itself and the trigrams are
+      -- the code points the JavaScript folding left; detail=none, as the search only asks which
+      -- groups hold a trigram. The table keeps its own copy of the text, so that a row can go by its
+      -- rowid alone (an external-content table would need the exact text it indexed).
+      CREATE VIRTUAL TABLE group_search USING fts5(search_text, tokenize = 'trigram case_sensitive 1', detail = none);
+      -- It follows groups.search_text whoever writes: cleared (version 11's triggers), refilled,
+      -- moved to another id, or the group deleted.
+      CREATE TRIGGER groups_search_index AFTER UPDATE OF id, search_text ON groups
+        WHEN old.id IS NOT new.id OR old.search_text IS NOT new.search_text
+      BEGIN
+        DELETE FROM group_search WHERE rowid IN (old.id, new.id);
+        INSERT INTO group_search (rowid, search_text) SELECT new.id, new.search_text WHERE new.search_text IS NOT NULL;
+      END;
+      CREATE TRIGGER groups_search_unindex AFTER DELETE ON groups
+      BEGIN
+        DELETE FROM group_search WHERE rowid = old.id;
+      END;
+      -- The texts folded before this version are folded and indexed by the next search.
+      UPDATE groups SET search_text = NULL;
+    `,
+  },
+  {
+    version: 13,
+    name: 'group change log',
+    sql: GROUP_CHANGE_LOG,
   },
 ];
 

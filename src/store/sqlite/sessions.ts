@@ -9,7 +9,7 @@
 //   only then. This process's own deletions are read at once, after each deleting write.
 // When to catch up at all is the commit watch's (freshness.ts).
 import type { DatabaseSync } from 'node:sqlite';
-import type { LogPage } from '../freshness/deletion-log.ts';
+import type { LogPage } from '../freshness/change-log.ts';
 import type { AnswerWindow } from '../freshness/gate.ts';
 import { rememberingSessions, SessionMemory } from '../freshness/session-memory.ts';
 import { sessionSteps, sqlSessionStore } from '../sql/sessions.ts';
@@ -55,7 +55,7 @@ export function sqliteSessionMemory(
     return row === undefined ? null : hex(row['id_hash']);
   };
   /** The log after the reader's position. The bounds come first: entries beyond them wait for the next page. */
-  const page = (): LogPage => {
+  const page = (): LogPage<string> => {
     const row = bounds.get()!;
     const last = Number(row['last']);
     const after = reader.seq;
@@ -65,7 +65,7 @@ export function sqliteSessionMemory(
       first: row['first'] === null ? null : Number(row['first']),
       markAtPosition: markAt(after),
       lastMark: markAt(last),
-      hashes: after < 0 ? [] : entries.all(after, last).map((entry) => hex(entry['id_hash'])),
+      entries: after < 0 ? [] : entries.all(after, last).map((entry) => hex(entry['id_hash'])),
     };
   };
   const readLog = () => reader.apply(page());
