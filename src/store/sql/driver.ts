@@ -101,9 +101,9 @@ export interface Dialect {
     holds(param: number): string;
     value(trigrams: readonly string[]): unknown;
     /**
-     * The SET item by which the fill writes the trigrams from the bulk column `f.trigrams` (a text,
-     * one trigram a line), for an engine whose index is over a stored column; null for one that cuts
-     * the stored text itself.
+     * The statement by which the fill writes the trigrams of the groups it folded, from two bulk
+     * parameters (`group_id`, and `trigrams`: a text, one trigram a line), for an engine whose index
+     * is over trigrams written beside the text; null for one that cuts the stored text itself.
      */
     readonly fill: string | null;
   };
