@@ -7,7 +7,6 @@
 import type { Logger } from 'pino';
 import { LoginProcedure } from './auth/login.ts';
 import { OidcSignIn } from './auth/oidc-signin.ts';
-import { Passkeys } from './auth/passkeys.ts';
 import { Sessions, sharedSecret } from './auth/sessions.ts';
 import { LoginThrottle } from './auth/throttle.ts';
 import { migrateUsernamesAtStart } from './auth/username-migration.ts';
@@ -16,7 +15,6 @@ import type { Authenticator } from './backends/authenticator.ts';
 import { createAuthenticator } from './backends/build.ts';
 import type { ImapSeams } from './backends/imap/backend.ts';
 import { groupDirectory } from './backends/ldap/groups/reader.ts';
-import { createOidcBackend, discoverInBackground } from './backends/oidc/provider.ts';
 import { readinessOf } from './backends/probe.ts';
 import { servingBackends } from './config/backends/chain.ts';
 import type { Config } from './config/config.ts';
@@ -33,7 +31,6 @@ import { registerGroupRoutes } from './routes/groups.ts';
 import { registerMembershipRoutes } from './routes/memberships.ts';
 import { registerOidcRoutes } from './routes/oidc.ts';
 import { registerOps, registerSchemaRoute } from './routes/ops.ts';
-import { registerPasskeyRoutes } from './routes/passkeys.ts';
 import { registerSessionRoutes } from './routes/sessions.ts';
 import { GROUP_MEMORY_LIMITS } from './store/freshness/group-memory.ts';
 import { SESSION_MEMORY_ENTRIES } from './store/freshness/session-memory.ts';
@@ -126,8 +123,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       imap: deps.imap,
       observe: (backend, result, seconds) => metrics.observeAttempt(backend, result, seconds),
     });
-  // contract §10: the identity providers; none of them is a backend of the password chain.
-  const providers = config.auth.providers.map(createOidcBackend);
+  // contract §10: the identity providers; none of them is a backend of the password chain. Their
+  // OpenID client and its HTTP stack (openid-client, undici: about 130 files, 0.3 s of CPU at a
+  // start without the compile cache) are loaded only when one is configured.
+  const oidc = config.auth.providers.length === 0 ? null : await import('./backends/oidc/provider.ts');
+  const providers = oidc === null ? [] : config.auth.providers.map(oidc.createOidcBackend);
   const closeOwned = async () => {
     await Promise.all(providers.map((provider) => provider.close()));
     if (deps.stores === undefined) await stores.close();
@@ -162,7 +162,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       sessions,
       usernameCase: config.usernameCase,
     });
-    discoverInBackground(providers, (provider, reason) =>
+    oidc?.discoverInBackground(providers, (provider, reason) =>
       logger.warn({ provider, reason }, 'identity provider not reached'),
     );
 
@@ -183,8 +183,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       metrics,
     });
     registerSessionRoutes(endpoint, { ...cookies, sessions, hooks });
-    // contract §12: with passkeys off, their endpoints are not declared (404 as any unknown path).
+    // contract §12: with passkeys off, their endpoints are not declared (404 as any unknown path),
+    // and their WebAuthn library (with its ASN.1 and X.509 parsers: about 380 files, 0.4 s of CPU
+    // at a start without the compile cache) is not loaded.
     if (config.passkeys.enabled) {
+      const [{ Passkeys }, { registerPasskeyRoutes }] = await Promise.all([
+        import('./auth/passkeys.ts'),
+        import('./routes/passkeys.ts'),
+      ]);
       const passkeys = new Passkeys({
         ...config.passkeys,
         store: stores.passkeys,

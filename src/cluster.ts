@@ -1,5 +1,5 @@
 // WORKERS=N (contract §6): N processes serve one port through node:cluster. The primary applies
-// the migrations once, forks the workers (each runs the ordinary server, see main.ts), replaces a
+// the migrations once, forks the workers (each runs the ordinary server, see serve.ts), replaces a
 // worker that dies unexpectedly, and on SIGTERM/SIGINT asks every worker to drain, exiting 0 once
 // all have. Works on every store: workers share nothing but the database (and Redis).
 import cluster, { type Worker } from 'node:cluster';
@@ -110,7 +110,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<number
       finish(failedStop ? 1 : 0);
       return;
     }
-    // A worker treats SIGTERM as a single process does (main.ts): stop accepting, finish what is
+    // A worker treats SIGTERM as a single process does (serve.ts): stop accepting, finish what is
     // in flight, close the stores, exit 0.
     for (const worker of startedAt.keys()) worker.process.kill('SIGTERM');
     const force = setTimeout(() => {

@@ -1,10 +1,10 @@
 // Malformed HTTP (node's clientError: a bad request line, oversized headers, a request timeout) is
 // answered on the raw socket, with the security headers and the body shape of every response
 // (contract §1); there is no request, so no request id, Host check or /api headers.
-import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { API_ERRORS, type ApiErrorSpec } from './api-errors.ts';
 import { JSON_TYPE, SECURITY_HEADERS } from './headers.ts';
+import { STATUS_CODES } from './node-http.ts';
 
 function specOf(code: string | undefined): ApiErrorSpec {
   if (code === 'HPE_HEADER_OVERFLOW') return API_ERRORS.HEADERS_TOO_LARGE;

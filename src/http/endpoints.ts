@@ -4,7 +4,6 @@
 // other method has a route of its own that answers 405 before the body is read or a session looked at.
 // An endpoint with a `rawRead` reader is also entered in the raw read path's table (raw-reads.ts), with
 // the same URL and Allow: one declaration for both ways of answering it.
-import { METHODS } from 'node:http';
 import type {
   FastifyInstance,
   FastifyReply,
@@ -21,6 +20,7 @@ import type { Memory } from '../store/types.ts';
 import { methodNotAllowed } from './api-errors.ts';
 import { isTrustedPreflight, preflightHeaders } from './cors.ts';
 import { sendJson } from './headers.ts';
+import { METHODS } from './node-http.ts';
 import { HIDDEN } from './openapi.ts';
 import type { RawRead, RawRoutes } from './raw-reads.ts';
 

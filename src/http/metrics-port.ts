@@ -1,8 +1,8 @@
 // METRICS_PORT (contract §6): only /metrics, on a port of its own, so that the scrape endpoint need
 // not be public. What it serves is handed in (metrics/metrics.ts's text, or the cluster's sum).
 import { once } from 'node:events';
-import { createServer } from 'node:http';
 import { API_ERRORS } from './api-errors.ts';
+import { createServer } from './node-http.ts';
 
 /**
  * Serves only /metrics on its own port (METRICS_PORT), so the scrape endpoint need not be public.

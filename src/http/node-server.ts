@@ -1,14 +1,9 @@
 // The node:http server under Fastify (its serverFactory): the raw read path first, then Fastify;
 // CONNECT handed to Fastify like any other method; and the server timeouts Fastify would set itself.
-import {
-  createServer,
-  type IncomingMessage,
-  type Server,
-  type ServerOptions,
-  ServerResponse,
-} from 'node:http';
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import type { Logger } from 'pino';
+import { createServer, NodeServerResponse } from './node-http.ts';
 import type { RawHandler } from './raw-reads.ts';
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => void;
@@ -65,7 +60,7 @@ function answerConnect(handler: Handler, request: IncomingMessage, socket: Socke
   // Detached from the server, the socket has no error listener and no deadline of its own any more.
   socket.on('error', () => socket.destroy());
   socket.setTimeout(timeoutMs, () => socket.destroy());
-  const response = new ServerResponse(request);
+  const response = new NodeServerResponse(request);
   response.shouldKeepAlive = false;
   response.assignSocket(socket);
   response.on('finish', () => {
