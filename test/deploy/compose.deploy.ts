@@ -1,11 +1,10 @@
-// deploy/compose.yaml with deploy/compose.demo.yaml, proven with Debian 12's two compose tools on
-// rootful podman (docs/deploy.md: Compose). docker-compose, through podman's Docker API: the stack
+// deploy/compose.yaml with deploy/compose.demo.yaml, proven with Debian 12's docker-compose on
+// rootful podman (docs/deploy.md: Compose), through podman's Docker API: the stack
 // comes up in its health-gated order (clubhouse only once PostgreSQL, Redis and the mail server are
 // healthy; the demo data once clubhouse is); a session made on one of clubhouse's two workers is
 // recognised by the other; with Redis stopped the service answers 503 with Retry-After, and once
-// Redis is started again it serves the same session. podman-compose, the README's quick start,
-// which ignores the health conditions: the demo still comes up (restarts until its dependencies
-// answer), a demo user logs in and sees the sample groups, and `down --volumes` takes it all away.
+// Redis is started again it serves the same session. (Debian 12's podman-compose, 1.0.3, is not
+// proven: on the same files its clubhouse container restarted without end; docs/deploy.md.)
 // Run by `npm run test:deploy` (docs/testing.md).
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -46,7 +45,7 @@ ${['clubhouse', 'postgres', 'redis', 'mail']
 
 /** Runs a compose tool on the compose files; rejects with its output on failure. */
 async function runCompose(
-  tool: 'docker-compose' | 'podman-compose',
+  tool: 'docker-compose',
   project: string,
   env: NodeJS.ProcessEnv,
   files: readonly string[],
@@ -94,7 +93,6 @@ describe('the compose stack (compose.yaml + compose.demo.yaml)', { concurrency: 
 
   before(async () => {
     await ensureDebianPackage('/usr/bin/docker-compose', 'docker-compose');
-    await ensureDebianPackage('/usr/bin/podman-compose', 'podman-compose');
     podman = await startPodman();
     const [clubhouse, postgres, redis, mail] = await Promise.all([
       buildClubhouseImage(podman),
@@ -343,53 +341,5 @@ describe('the compose stack (compose.yaml + compose.demo.yaml)', { concurrency: 
     assert.equal(answer.body, '"carol"');
     t.diagnostic(`served again ${Math.round(performance.now() - mark)} ms after redis was started`);
     await waitFor(port, '/readyz');
-  });
-
-  test("podman-compose (Debian 12's 1.0.3) brings the demo up as the README says, and down takes it away", async (t) => {
-    // A project and port of its own, beside docker-compose's stack. podman-compose runs the podman
-    // command (this run's, by its environment), not the Docker API.
-    const project = `${PROJECT}-podman-compose`;
-    const demoPort = await freePort();
-    const env: NodeJS.ProcessEnv = { ...composeEnv, CLUBHOUSE_PORT: String(demoPort) };
-    delete env['DOCKER_HOST'];
-    const labelled = async (kind: 'ps' | 'volume') =>
-      (
-        await podman.podman(
-          kind === 'ps'
-            ? ['ps', '--all', '--quiet', '--filter', `label=io.podman.compose.project=${project}`]
-            : ['volume', 'ls', '--quiet', '--filter', `label=io.podman.compose.project=${project}`],
-        )
-      ).trim();
-    const down = () =>
-      runCompose('podman-compose', project, env, COMPOSE_FILES, ['down', '--volumes', '--timeout', '5']);
-    try {
-      const started = performance.now();
-      await runCompose('podman-compose', project, env, COMPOSE_FILES, ['up', '-d']);
-      // It starts every container at once, in order but without waiting for health: clubhouse
-      // and the demo data are restarted until PostgreSQL answers and the database is migrated.
-      await waitFor(demoPort, '/readyz', 200, 600_000);
-      t.diagnostic(`up to /readyz 200: ${Math.round(performance.now() - started)} ms`);
-      const cookie = await login(demoPort, 'alice', 'alice-password');
-      let groups: unknown[] = [];
-      for (let waited = 0; groups.length === 0; waited += 1000) {
-        assert.ok(waited < 300_000, 'the sample groups were never imported');
-        if (waited > 0) await sleep(1000);
-        const answer = await http(demoPort, 'GET', '/api/group/', { cookie });
-        assert.equal(answer.status, 200, answer.body);
-        groups = JSON.parse(answer.body) as unknown[];
-      }
-      t.diagnostic(
-        `alice sees ${groups.length} groups ${Math.round(performance.now() - started)} ms after up`,
-      );
-    } catch (err) {
-      // Taken away also on failure (and the run's podman is reset after the tests in any case).
-      await down().catch(() => undefined);
-      throw err;
-    }
-    await down();
-    assert.equal(await labelled('ps'), '');
-    assert.equal(await labelled('volume'), '');
-    // podman-compose 1.0.3's down leaves the project's network behind (docs/deploy.md says so).
-    await podman.podman(['network', 'rm', `${project}_default`]);
   });
 });
