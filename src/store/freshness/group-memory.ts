@@ -215,10 +215,10 @@ export class GroupMemory {
   readonly #arena = new JsonArena();
   readonly #members: WeighedMap<string, Memberships>;
   /**
-   * Each user's list answer as sent, built once from the two maps above and kept until a change names the user or one of its groups (a
-   * list assembled per request joined 20 strings of 5 KiB and sent them as a new string: the
-   * allocation, the copy and the collector's share of it were most of what the list cost beyond
-   * the bare server). A Buffer: node writes it as it is, beside the headers. It answers only while
+   * Each user's list answer as sent, built once from the two maps above and kept until a change
+   * names the user or one of the groups it holds (a list assembled per request joined 20 strings of
+   * 5 KiB and sent them as a new string: the allocation, the copy and the collector's share of it
+   * were most of what the list cost beyond the bare server). A Buffer: node writes it as it is, beside the headers. It answers only while
    * the memberships it was built from are kept (`of`). Bounded by `listBytes`, refusing rather than
    * evicting when full (a list is rebuilt from what is kept).
    */
