@@ -2,7 +2,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.ts';
 import { checkUsername } from '../groups/import-fields.ts';
-import type { Stores } from '../store/types.ts';
+import type { Stores, UserRecord } from '../store/types.ts';
 
 export class UsageError extends Error {
   override readonly name = 'UsageError';
@@ -47,6 +47,21 @@ export function parseUsername(value: string | undefined, config: Config): string
   const checked = checkUsername(value, config.usernameCase);
   if ('reason' in checked) throw new UsageError(`USERNAME ${checked.reason}`);
   return checked.username;
+}
+
+/**
+ * The user a USERNAME argument names, and the stores it was read from: a usage error when the
+ * argument is malformed, a CommandError when there is no such user.
+ */
+export async function knownUser(
+  context: CommandContext,
+  value: string | undefined,
+): Promise<{ readonly username: string; readonly user: UserRecord; readonly stores: Stores }> {
+  const username = parseUsername(value, context.config);
+  const stores = await context.stores();
+  const user = await stores.users.get(username);
+  if (user === null) throw new CommandError(`no user ${username}`);
+  return { username, user, stores };
 }
 
 /** Prints a command's result: `json` with --json, else the sentence. */

@@ -8,7 +8,7 @@ import { configReport } from '../config/report.ts';
 import { applyImport } from '../groups/import.ts';
 import { migrateStores } from '../store/open.ts';
 import type { Stores } from '../store/types.ts';
-import { type Command, CommandError, parseUsername, report, UsageError } from './command.ts';
+import { type Command, CommandError, knownUser, parseUsername, report, UsageError } from './command.ts';
 import { GROUP_COMMANDS } from './group-commands.ts';
 import { PASSKEY_COMMANDS } from './passkey-commands.ts';
 import { sessionStoreReport, sessionStoreWarnings } from './session-store-report.ts';
@@ -226,9 +226,7 @@ export const COMMANDS: readonly Command[] = [
       "List a user's live sessions, newest first: id (as the user sees it), created, last seen, IP, user agent.",
     positionals: 1,
     async run(context, { positionals }) {
-      const username = parseUsername(positionals[0], context.config);
-      const stores = await context.stores();
-      if ((await stores.users.get(username)) === null) throw new CommandError(`no user ${username}`);
+      const { username, stores } = await knownUser(context, positionals[0]);
       // The ids the user sees are keyed by the service's secret (contract §9): the CLI reads the same.
       const secret = await sharedSecret(context.config.secretKey, stores);
       const sessions = await new Sessions(stores.sessions, context.now, { secret }).list(username, undefined);

@@ -4,7 +4,7 @@
 // the passkey's public id, never its credential id).
 import { Sessions, sharedSecret } from '../auth/sessions.ts';
 import type { StoredPasskey } from '../store/types.ts';
-import { type Command, CommandError, parseUsername, report } from './command.ts';
+import { type Command, CommandError, knownUser, parseUsername, report } from './command.ts';
 
 const iso = (ms: number | null) => (ms === null ? 'never' : new Date(ms).toISOString());
 
@@ -30,10 +30,7 @@ export const PASSKEY_COMMANDS: readonly Command[] = [
       "List a user's passkeys, newest first: id (as the user sees it), name, created, last used, synced or device-bound, and a flag when one looked cloned; and whether password sign-in is on.",
     positionals: 1,
     async run(context, { positionals }) {
-      const username = parseUsername(positionals[0], context.config);
-      const stores = await context.stores();
-      const user = await stores.users.get(username);
-      if (user === null) throw new CommandError(`no user ${username}`);
+      const { username, user, stores } = await knownUser(context, positionals[0]);
       const passkeys = await stores.passkeys.list(username);
       report(
         context,
@@ -96,9 +93,7 @@ export const PASSKEY_COMMANDS: readonly Command[] = [
       'The recovery for a lost device: remove every passkey of a user, turn password sign-in back on, and end all their sessions.',
     positionals: 1,
     async run(context, { positionals }) {
-      const username = parseUsername(positionals[0], context.config);
-      const stores = await context.stores();
-      if ((await stores.users.get(username)) === null) throw new CommandError(`no user ${username}`);
+      const { username, stores } = await knownUser(context, positionals[0]);
       const removed = await stores.passkeys.removeAll(username);
       const ended = await stores.sessions.revokeUser(username);
       context.logger.info(

@@ -28,11 +28,6 @@ export type SearchOutcome =
 const lastValue = (params: URLSearchParams, name: string): string | null =>
   params.getAll(name).at(-1) ?? null;
 
-/** `q` as a LIKE pattern over the folded text: `\`, `%` and `_` taken literally. */
-function likePattern(q: string): string {
-  return `%${foldForSearch(q).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
 /**
  * DRF's link to another page: this request's absolute URL with `page` set (or, for page 1, removed),
  * the parameters sorted as its replace_query_param leaves them.
@@ -81,7 +76,7 @@ export async function searchGroups(
   const page = Number(pageText);
   const found = await store.search({
     username,
-    pattern: likePattern(q),
+    text: foldForSearch(q),
     type,
     offset: (page - 1) * SEARCH_PAGE_SIZE,
     limit: SEARCH_PAGE_SIZE,

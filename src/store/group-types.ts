@@ -145,8 +145,8 @@ export type GroupTexts = Partial<Pick<Group, 'description' | 'short_description'
 
 export interface GroupSearch {
   readonly username: string;
-  /** The LIKE pattern over the folded search text (store/search-text.ts), escaped with `\`. */
-  readonly pattern: string;
+  /** `q` folded as the stored search text is (store/search-text.ts: foldForSearch); '' for every group. */
+  readonly text: string;
   readonly type: GroupType | null;
   readonly offset: number;
   readonly limit: number;

@@ -32,3 +32,14 @@ export function foldForSearch(text: string): string {
 export function groupSearchText(group: SearchedTexts): string {
   return `${foldForSearch(group.name)}\n${foldForSearch(group.short_description)}\n${foldForSearch(group.description)}`;
 }
+
+/**
+ * The distinct trigrams of a folded text: every run of three consecutive code points, as SQLite's
+ * FTS5 trigram tokenizer cuts them (sql/group-search.ts). Empty for a text shorter than three.
+ */
+export function searchTrigrams(folded: string): string[] {
+  const points = Array.from(folded);
+  const found = new Set<string>();
+  for (let i = 0; i + 3 <= points.length; i++) found.add(points[i]! + points[i + 1]! + points[i + 2]!);
+  return [...found];
+}

@@ -4,22 +4,19 @@
 // next request in every process; so is a disabled user. Then the same under WORKERS=2: a real
 // cluster, changed by the clubhouse command as another process, every worker asked right after.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { runCli } from '../../src/cli/main.ts';
 import { applyImport } from '../../src/groups/import.ts';
 import { dovecotEnv, fakeAuthenticator, loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
 import { postLogin, startCluster, type TestCluster } from '../helpers/cluster.ts';
 import { type Dovecot, startDovecot, testUser } from '../helpers/dovecot.ts';
+import { clubhouseRun } from '../helpers/instances.ts';
 import { groupListFromMemory } from '../helpers/memory.ts';
-
-const BIN = fileURLToPath(new URL('../../bin/clubhouse.js', import.meta.url));
 
 const group = (id: number, name: string, type: 0 | 1 = 0) => ({
   id,
@@ -37,29 +34,6 @@ const FIXTURE = {
     { group: 9, username: 'bob', status: 1 },
   ],
 };
-
-/** `clubhouse ARGS` as a process of its own, on `env`'s database; resolves with its exit code. */
-function clubhouseProcess(
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: tmpdir(),
-      env: { PATH: process.env['PATH'] ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, output }));
-  });
-}
 
 const names = (body: string) => (JSON.parse(body) as { name: string }[]).map((g) => g.name);
 
@@ -173,14 +147,14 @@ describe('the group cache across processes: two apps on one file, and the clubho
 
   test('the command as a process of its own: a rename, then a disabled user (403 in both apps)', async () => {
     await warm(['/api/group/', '/api/group/9']);
-    const renamed = await clubhouseProcess(['group', 'update', '9', '--name', 'Madrigals'], a.storeEnv);
+    const renamed = await clubhouseRun(['group', 'update', '9', '--name', 'Madrigals'], a.storeEnv);
     assert.equal(renamed.code, 0, renamed.output);
     for (const t of [a, b]) {
       assert.deepEqual(names((await get(t, '/api/group/')).body), ['Biology 3C', 'Madrigals']);
       assert.equal(((await detail(t, 9)) as { name: string }).name, 'Madrigals');
     }
     await warm(['/api/group/', '/api/group/9']);
-    const disabled = await clubhouseProcess(['user', 'disable', 'alice'], a.storeEnv);
+    const disabled = await clubhouseRun(['user', 'disable', 'alice'], a.storeEnv);
     assert.equal(disabled.code, 0, disabled.output);
     for (const t of [a, b]) {
       for (const url of ['/api/group/', '/api/group/9']) {
@@ -237,7 +211,7 @@ describe('WORKERS=2 on SQLite: every worker sees a change made elsewhere on its 
     dovecot = await startDovecot();
     dir = mkdtempSync(join(tmpdir(), 'clubhouse-groups-workers-'));
     env = { DATABASE_URL: `sqlite:${join(dir, 'clubhouse.db')}` };
-    const migrated = await clubhouseProcess(['migrate'], env);
+    const migrated = await clubhouseRun(['migrate'], env);
     assert.equal(migrated.code, 0, migrated.output);
     cluster = await startCluster({ ...env, ...dovecotEnv(dovecot) }, 2);
     const user = testUser('user001');
@@ -252,7 +226,7 @@ describe('WORKERS=2 on SQLite: every worker sees a change made elsewhere on its 
         ],
       }),
     );
-    const imported = await clubhouseProcess(['import', file], env);
+    const imported = await clubhouseRun(['import', file], env);
     assert.equal(imported.code, 0, imported.output);
     const login = await postLogin(cluster.port, user.username, user.password);
     assert.equal(login.status, 200, login.body);
@@ -325,11 +299,11 @@ describe('WORKERS=2 on SQLite: every worker sees a change made elsewhere on its 
       assert.deepEqual(names((await askEveryWorker('/api/group/')).body), ['Chess Club', 'Seven']);
       assert.equal(JSON.parse((await askEveryWorker('/api/group/3')).body).member_status, -1);
     }
-    const renamed = await clubhouseProcess(['group', 'update', '1', '--name', 'Chess Club II'], env);
+    const renamed = await clubhouseRun(['group', 'update', '1', '--name', 'Chess Club II'], env);
     assert.equal(renamed.code, 0, renamed.output);
     assert.deepEqual(names((await askEveryWorker('/api/group/')).body), ['Chess Club II', 'Seven']);
 
-    const joined = await clubhouseProcess(['member', 'set', '3', 'user001', 'admin'], env);
+    const joined = await clubhouseRun(['member', 'set', '3', 'user001', 'admin'], env);
     assert.equal(joined.code, 0, joined.output);
     assert.equal(JSON.parse((await askEveryWorker('/api/group/3')).body).member_status, 2);
     assert.deepEqual(names((await askEveryWorker('/api/group/')).body), [
@@ -339,7 +313,7 @@ describe('WORKERS=2 on SQLite: every worker sees a change made elsewhere on its 
     ]);
 
     assert.equal((await askEveryWorker('/api/auth/check')).status, 200);
-    const disabled = await clubhouseProcess(['user', 'disable', 'user001'], env);
+    const disabled = await clubhouseRun(['user', 'disable', 'user001'], env);
     assert.equal(disabled.code, 0, disabled.output);
     for (const path of ['/api/group/', '/api/group/3', '/api/auth/check']) {
       assert.equal((await askEveryWorker(path)).status, 403, path);

@@ -7,18 +7,14 @@
 // demotions, removals and leaves on either instance, each answered as the contract's table says and
 // each seen at once by the other instance.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { applyImport } from '../../src/groups/import.ts';
-import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
+import { fakeAuthenticator, loginAs } from '../helpers/app.ts';
 import { pgPool } from '../helpers/engines.ts';
+import { ask, clubhouseProcess, type Instance, startTwoInstances } from '../helpers/instances.ts';
 import { storeOf } from '../helpers/stores.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/clubhouse.js', import.meta.url));
 const USERS = ['alice', 'bob', 'carol', 'dave'] as const;
 type User = (typeof USERS)[number];
 const PASSWORDS = Object.fromEntries(USERS.map((u) => [u, 'pw']));
@@ -40,43 +36,6 @@ const FIXTURE = {
   ],
 };
 
-/** `clubhouse ARGS` as a process of its own on `env`'s stores; fails the test unless it exits 0. */
-function clubhouseProcess(args: string[], env: Readonly<Record<string, string>>): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: tmpdir(),
-      env: { PATH: process.env['PATH'] ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0 ? resolve() : reject(new Error(`clubhouse ${args.join(' ')}: ${code}\n${output}`)),
-    );
-  });
-}
-
-/** A GET over a real socket: the raw read path unless the URL has a query string. */
-function ask(port: number, path: string, cookie: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, headers: { cookie }, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-interface Instance {
-  readonly app: TestApp;
-  readonly port: number;
-}
-
 for (const kind of ['postgres', 'redis-postgres'] as const) {
   const store = storeOf(kind);
   describe(`membership changes across instances and the clubhouse command (contract §13) [${store.name}]`, () => {
@@ -84,20 +43,13 @@ for (const kind of ['postgres', 'redis-postgres'] as const) {
     let b: Instance;
     const cookies = new Map<User, string>();
     before(async () => {
-      const first = await startTestApp({ store, authenticator: fakeAuthenticator(PASSWORDS) });
-      const second = await startTestApp({ env: first.storeEnv, authenticator: fakeAuthenticator(PASSWORDS) });
-      const listen = async (app: TestApp) => ({
-        app,
-        port: Number(new URL(await app.fastify.listen({ port: 0, host: '127.0.0.1' })).port),
-      });
-      a = await listen(first);
-      b = await listen(second);
+      [a, b] = await startTwoInstances(store, { authenticator: fakeAuthenticator(PASSWORDS) });
       for (const username of USERS) {
         const { response, cookie } = await loginAs(a.app.fastify, username, 'pw');
         assert.equal(response.statusCode, 200);
         cookies.set(username, cookie);
       }
-      assert.equal((await applyImport(first.stores, FIXTURE, 'lower')).ok, true);
+      assert.equal((await applyImport(a.app.stores, FIXTURE, 'lower')).ok, true);
     });
     after(async () => {
       await b?.app.close();

@@ -3,18 +3,14 @@
 // before a request began, by another instance or by the clubhouse command as a process of its own,
 // is seen by that request: on the raw read path (a real socket) and on the Fastify route (inject).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { SESSION_MAX_AGE_SECONDS } from '../../src/auth/sessions.ts';
 import { runCli } from '../../src/cli/main.ts';
 import { applyImport } from '../../src/groups/import.ts';
-import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
+import { fakeAuthenticator, loginAs } from '../helpers/app.ts';
+import { ask, clubhouseProcess, type Instance, startTwoInstances } from '../helpers/instances.ts';
 import { storeOf } from '../helpers/stores.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/clubhouse.js', import.meta.url));
 const PASSWORDS = { alice: 'pw', bob: 'pw' };
 
 const group = (id: number, name: string) => ({
@@ -33,47 +29,12 @@ const FIXTURE = {
   ],
 };
 
-/** `clubhouse ARGS` as a process of its own on `env`'s stores; fails the test unless it exits 0. */
-function clubhouseProcess(args: string[], env: Readonly<Record<string, string>>): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: tmpdir(),
-      env: { PATH: process.env['PATH'] ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0 ? resolve() : reject(new Error(`clubhouse ${args.join(' ')}: ${code}\n${output}`)),
-    );
-  });
-}
-
-/** A GET over a real socket: the raw read path unless the URL has a query string. */
-function ask(port: number, path: string, cookie: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, headers: { cookie }, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-interface Instance {
-  readonly app: TestApp;
-  readonly port: number;
+interface CountedInstance extends Instance {
   /** Answers given from memory on the raw path so far. */
   readonly fromMemory: () => number;
 }
 
-async function instance(app: TestApp): Promise<Instance> {
-  const port = Number(new URL(await app.fastify.listen({ port: 0, host: '127.0.0.1' })).port);
+function counted({ app, port }: Instance): CountedInstance {
   let hits = 0;
   const remembered = app.sessions.fromMemory.bind(app.sessions);
   app.sessions.fromMemory = (id) => {
@@ -87,18 +48,17 @@ async function instance(app: TestApp): Promise<Instance> {
 for (const kind of ['postgres', 'redis-postgres'] as const) {
   const store = storeOf(kind);
   describe(`the stores' caches across instances and the clubhouse command [${store.name}]`, () => {
-    let a: Instance;
-    let b: Instance;
+    let a: CountedInstance;
+    let b: CountedInstance;
     before(async () => {
-      const first = await startTestApp({ store, authenticator: fakeAuthenticator(PASSWORDS) });
-      const second = await startTestApp({
-        env: first.storeEnv,
-        authenticator: fakeAuthenticator(PASSWORDS),
-        fixedClock: true,
-      });
-      a = await instance(first);
-      b = await instance(second);
-      assert.equal((await applyImport(first.stores, FIXTURE, 'lower')).ok, true);
+      const [first, second] = await startTwoInstances(
+        store,
+        { authenticator: fakeAuthenticator(PASSWORDS) },
+        { fixedClock: true },
+      );
+      a = counted(first);
+      b = counted(second);
+      assert.equal((await applyImport(a.app.stores, FIXTURE, 'lower')).ok, true);
     });
     after(async () => {
       await b?.app.close();

@@ -3,11 +3,11 @@
 // order with reads in between, on either instance: every read on the raw path (from memory after the
 // shared look) answers exactly what the Fastify route answers at that moment by asking the store.
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { applyImport } from '../../src/groups/import.ts';
-import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
+import { fakeAuthenticator, loginAs, type TestApp } from '../helpers/app.ts';
+import { ask, startTwoInstances } from '../helpers/instances.ts';
 import { storeOf } from '../helpers/stores.ts';
 
 const USERS = ['alice', 'bob'] as const;
@@ -22,19 +22,6 @@ const group = (id: number, name: string) => ({
   activities: '',
   type: 0 as const,
 });
-
-function ask(port: number, path: string, cookie: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, headers: { cookie }, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 const on = fc.constantFrom(0, 1);
 const user = fc.constantFrom(...USERS);
@@ -64,10 +51,12 @@ for (const kind of ['postgres', 'redis-postgres'] as const) {
     const apps: TestApp[] = [];
     const ports: number[] = [];
     before(async () => {
-      apps.push(await startTestApp({ store: storeOf(kind), authenticator: fakeAuthenticator(PASSWORDS) }));
-      apps.push(await startTestApp({ env: apps[0]!.storeEnv, authenticator: fakeAuthenticator(PASSWORDS) }));
-      for (const app of apps)
-        ports.push(Number(new URL(await app.fastify.listen({ port: 0, host: '127.0.0.1' })).port));
+      for (const { app, port } of await startTwoInstances(storeOf(kind), {
+        authenticator: fakeAuthenticator(PASSWORDS),
+      })) {
+        apps.push(app);
+        ports.push(port);
+      }
       const fixture = { groups: GROUPS.map((id) => group(id, `Group ${id}`)), memberships: [] };
       assert.equal((await applyImport(apps[0]!.stores, fixture, 'lower')).ok, true);
     });

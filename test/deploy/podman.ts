@@ -179,7 +179,8 @@ async function sweepAbandonedRuns(): Promise<void> {
   }
 }
 
-function isAlive(pid: number): boolean {
+/** True while process `pid` exists (signal 0 checks without signalling). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

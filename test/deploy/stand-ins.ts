@@ -21,7 +21,7 @@ import {
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { ensureDebianPackage } from '../helpers/apt.ts';
-import type { Podman } from './podman.ts';
+import { isAlive, type Podman } from './podman.ts';
 
 const run = promisify(execFile);
 
@@ -42,9 +42,25 @@ const SLIM = [
   'var/log',
 ];
 
-/** apt inside a stand-in keeps no downloaded packages (Debian's official images: docker-clean). */
-const APT_CLEAN =
-  'DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb || true"; };\nAPT::Keep-Downloaded-Packages "false";\n';
+/**
+ * apt inside a stand-in keeps neither the packages it downloads nor its binary caches of the
+ * package lists (pkgcache.bin and srcpkgcache.bin, tens of MB after an `apt-get update`): the
+ * `docker-clean` file of Debian's official images, word for word, so that a stand-in is as slim as
+ * what it stands in for.
+ */
+const APT_CLEAN = [
+  'DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };',
+  'APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };',
+  'Dir::Cache::pkgcache "";',
+  'Dir::Cache::srcpkgcache "";',
+  '',
+].join('\n');
+
+/**
+ * What every stand-in's `apt-get install` ends with, as the official images' own Dockerfiles do:
+ * nothing apt downloaded or derived stays in the layer (docker-clean above already sees to most).
+ */
+const APT_TIDY = 'apt-get clean && rm -rf /var/lib/apt/lists/*';
 
 /** The Debian mirror apt on this machine uses (debootstrap and the stand-ins' apt use it too). */
 function debianMirror(): string {
@@ -56,6 +72,38 @@ function debianMirror(): string {
     if (uri) return uri[1]!;
   }
   return 'http://deb.debian.org/debian';
+}
+
+/**
+ * The cache directory, made when missing; once per process, the scratch a killed run left there (a
+ * half-made root filesystem, a half-written archive: hundreds of MB) is removed. Scratch names
+ * carry the pid of the run that made them (scratchDir, partOf), so a run still alive beside this one
+ * (another checkout's) keeps its own.
+ */
+function cacheDir(): string {
+  mkdirSync(CACHE_DIR, { recursive: true });
+  if (!swept) {
+    swept = true;
+    for (const entry of readdirSync(CACHE_DIR)) {
+      const owner = /^(?:rootfs|npm)-(\d+)-|\.(\d+)\.part$/.exec(entry);
+      const pid = Number(owner?.[1] ?? owner?.[2]);
+      if (owner && pid !== process.pid && !isAlive(pid)) {
+        rmSync(path.join(CACHE_DIR, entry), { recursive: true, force: true });
+      }
+    }
+  }
+  return CACHE_DIR;
+}
+let swept = false;
+
+/** A scratch directory of this run in the cache (the same file system as the entries it becomes). */
+function scratchDir(kind: 'rootfs' | 'npm'): string {
+  return mkdtempSync(path.join(cacheDir(), `${kind}-${process.pid}-`));
+}
+
+/** Where this run writes a cache entry before keepOnly puts it in place. */
+function partOf(file: string): string {
+  return `${file}.${process.pid}.part`;
 }
 
 function key(...parts: string[]): string {
@@ -76,12 +124,11 @@ export function debianImage(podman: Podman): Promise<string> {
 
 async function importDebian(podman: Podman): Promise<string> {
   const mirror = debianMirror();
-  const recipe = `debootstrap --variant=minbase bookworm ${mirror}; without ${SLIM.join(' ')}`;
+  const recipe = `debootstrap --variant=minbase bookworm ${mirror}; without ${SLIM.join(' ')}; ${APT_CLEAN}`;
   const tarball = path.join(CACHE_DIR, `debian-bookworm-minbase-${key(recipe)}.tar`);
   if (!existsSync(tarball)) {
     await ensureDebianPackage('/usr/sbin/debootstrap', 'debootstrap');
-    mkdirSync(CACHE_DIR, { recursive: true });
-    const rootfs = mkdtempSync(path.join(CACHE_DIR, 'rootfs-'));
+    const rootfs = scratchDir('rootfs');
     try {
       await run('debootstrap', ['--variant=minbase', 'bookworm', rootfs, mirror], {
         maxBuffer: 64 * 1024 * 1024,
@@ -92,10 +139,11 @@ async function importDebian(podman: Podman): Promise<string> {
       }
       // apt inside a stand-in's build must not keep what it downloads either.
       writeFileSync(path.join(rootfs, 'etc/apt/apt.conf.d/docker-clean'), APT_CLEAN);
-      await run('tar', ['-C', rootfs, '-cf', `${tarball}.part`, '.']);
+      await run('tar', ['-C', rootfs, '-cf', partOf(tarball), '.']);
       keepOnly(tarball);
     } finally {
       rmSync(rootfs, { recursive: true, force: true });
+      rmSync(partOf(tarball), { force: true });
     }
   }
   await podman.podman(['import', '--change', 'CMD ["bash"]', tarball, DEBIAN_IMAGE], { input: '' });
@@ -151,8 +199,7 @@ export async function nodeImage(podman: Podman): Promise<string> {
 async function npmPackage(): Promise<string> {
   const tarball = path.join(CACHE_DIR, 'npm-11.tgz');
   if (existsSync(tarball)) return tarball;
-  mkdirSync(CACHE_DIR, { recursive: true });
-  const scratch = mkdtempSync(path.join(CACHE_DIR, 'npm-'));
+  const scratch = scratchDir('npm');
   try {
     const { stdout } = await run('npm', ['pack', 'npm@11', '--silent', '--pack-destination', scratch], {
       cwd: scratch,
@@ -212,7 +259,7 @@ export function postgresImage(podman: Podman): Promise<string> {
       // No cluster at install time: the entrypoint makes one in PGDATA at the first start.
       'RUN apt-get update && apt-get install -y --no-install-recommends postgresql-common' +
         ' && echo "create_main_cluster = false" >> /etc/postgresql-common/createcluster.conf' +
-        ' && apt-get install -y --no-install-recommends postgresql-15 && rm -rf /var/lib/apt/lists/*',
+        ` && apt-get install -y --no-install-recommends postgresql-15 && ${APT_TIDY}`,
       'ENV PATH=/usr/lib/postgresql/15/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' +
         ' PGDATA=/var/lib/postgresql/data',
       'COPY docker-entrypoint.sh /usr/local/bin/',
@@ -233,7 +280,7 @@ export function redisImage(podman: Podman): Promise<string> {
     REDIS_IMAGE,
     [
       'FROM DEBIAN_IMAGE',
-      'RUN apt-get update && apt-get install -y --no-install-recommends redis-server && rm -rf /var/lib/apt/lists/*' +
+      `RUN apt-get update && apt-get install -y --no-install-recommends redis-server && ${APT_TIDY}` +
         ' && mkdir /data && chown redis:redis /data',
       'VOLUME /data',
       'WORKDIR /data',
@@ -277,17 +324,21 @@ export async function demoMailImage(podman: Podman, name: string): Promise<strin
 }
 
 async function saveInto(podman: Podman, image: string, archive: string): Promise<void> {
-  mkdirSync(CACHE_DIR, { recursive: true });
-  await podman.podman(['save', '--format', 'docker-archive', '--output', `${archive}.part`, image]);
-  keepOnly(archive);
+  cacheDir();
+  try {
+    await podman.podman(['save', '--format', 'docker-archive', '--output', partOf(archive), image]);
+    keepOnly(archive);
+  } finally {
+    rmSync(partOf(archive), { force: true });
+  }
 }
 
 /**
- * Puts `file.part` in place as `file`, and removes the entries it replaces: the cache's other files
+ * Puts partOf(file) in place as `file`, and removes the entries it replaces: the cache's other files
  * of the same kind (the same name up to the key), made by an earlier recipe.
  */
 function keepOnly(file: string): void {
-  renameSync(`${file}.part`, file);
+  renameSync(partOf(file), file);
   const kind = path.basename(file).replace(/-[0-9a-f]{16}\.tar$/, '-');
   for (const entry of readdirSync(CACHE_DIR)) {
     const stale = entry.startsWith(kind) && /^[0-9a-f]{16}\.tar$/.test(entry.slice(kind.length));

@@ -214,7 +214,15 @@ describeEachStore(
             await t.close();
           }
         }),
-        { numRuns: 100, seed: Number(process.env['FC_SEED'] ?? 20261121) },
+        {
+          numRuns: 100,
+          seed: Number(process.env['FC_SEED'] ?? 20261121),
+          // The failed assertion in the report itself (fast-check otherwise hangs it on the error's
+          // `cause`, which `npm test`'s TAP reporter does not print), and every failing sequence met
+          // while shrinking: a failure that comes and goes shrinks to whatever failed last.
+          includeErrorInReport: true,
+          verbose: 1,
+        },
       );
     });
   },

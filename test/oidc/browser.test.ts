@@ -8,19 +8,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { buildWebClient } from '../../scripts/build-web.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { type RunningServer, startServer } from '../../src/server.ts';
-import { ensureDebianPackage } from '../helpers/apt.ts';
+import { launchChromium, watchedPage } from '../helpers/browser.ts';
 import { type OidcHarness, startOidcHarness } from '../helpers/oidc.ts';
 import { freePort } from '../helpers/ports.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
-// Generous: Chromium on a loaded two-core machine can be slow; nothing here is a timing assertion.
-const ACTION_TIMEOUT_MS = 60_000;
 
 declare const document: { readonly activeElement: { readonly textContent: string | null } | null };
 
@@ -33,7 +30,6 @@ let base: string;
 before(
   async () => {
     await buildWebClient();
-    await ensureDebianPackage(CHROMIUM, 'chromium');
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     harness = await startOidcHarness(base);
@@ -46,19 +42,10 @@ before(
       ...harness.env,
     });
     server = await startServer(config, createLogger(config.logLevel));
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      timeout: 180_000,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-        // The browser trusts exactly the provider's test certificate (clubhouse verifies it by its CA).
-        `--ignore-certificate-errors-spki-list=${harness.school.spkiHash}`,
-      ],
-    });
+    browser = await launchChromium([
+      // The browser trusts exactly the provider's test certificate (clubhouse verifies it by its CA).
+      `--ignore-certificate-errors-spki-list=${harness.school.spkiHash}`,
+    ]);
     mkdirSync(SCREENSHOTS, { recursive: true });
   },
   { timeout: 900_000 },
@@ -72,19 +59,13 @@ after(async () => {
 });
 
 async function withPage(body: (page: Page) => Promise<void>): Promise<void> {
-  const context = await browser.newContext({ viewport: { width: 1024, height: 720 }, baseURL: base });
-  context.setDefaultTimeout(ACTION_TIMEOUT_MS);
-  context.setDefaultNavigationTimeout(ACTION_TIMEOUT_MS);
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() !== 'error') return;
-    const where = message.location().url;
+  const { context, page, problems } = await watchedPage(browser, {
+    viewport: { width: 1024, height: 720 },
+    baseURL: base,
     // check's 403 while signed out is a refusal by design; the test provider has no favicon.
-    if (/status of 403/.test(message.text()) && where.startsWith(`${base}/api/auth/check`)) return;
-    if (/status of 404/.test(message.text()) && where === `${harness.school.issuer}/favicon.ico`) return;
-    problems.push(`${message.text()} (${where})`);
+    expected: ({ status, where }) =>
+      (status === '403' && where.startsWith(`${base}/api/auth/check`)) ||
+      (status === '404' && where === `${harness.school.issuer}/favicon.ico`),
   });
   try {
     await body(page);

@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { buildWebClient, type WebBuild } from '../../scripts/build-web.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { applyImport } from '../../src/groups/import.ts';
@@ -18,10 +18,9 @@ import { NOT_BUILT_DETAIL, registerWebClient, WEB_CSP } from '../../src/http/web
 import { createLogger } from '../../src/logger.ts';
 import { type RunningServer, startServer } from '../../src/server.ts';
 import { openStores } from '../../src/store/open.ts';
-import { ensureDebianPackage } from '../helpers/apt.ts';
+import { launchChromium, watchedPage } from '../helpers/browser.ts';
 import { type Dovecot, startDovecot, testUser } from '../helpers/dovecot.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
 const DEMO_DATA = fileURLToPath(new URL('../../scripts/demo-data.json', import.meta.url));
 const JS_GZIP_BUDGET = 50 * 1024;
@@ -33,8 +32,6 @@ const PHONE = { width: 375, height: 740 };
 const LAPTOP_UA = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
 const PHONE_UA =
   'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1';
-// Generous: Chromium on a loaded two-core machine can be slow; nothing here is a timing assertion.
-const ACTION_TIMEOUT_MS = 60_000;
 const TEST_TIMEOUT = { timeout: 240_000 };
 
 // The page's globals, as far as the functions run in the browser (page.evaluate) use them: the test
@@ -63,7 +60,6 @@ const serverLogs: string[] = [];
 before(
   async () => {
     built = await buildWebClient();
-    await ensureDebianPackage(CHROMIUM, 'chromium');
     dovecot = await startDovecot();
     dir = mkdtempSync(path.join(tmpdir(), 'clubhouse-web-'));
     const config = loadConfig({
@@ -113,20 +109,7 @@ before(
       },
     });
     server = await startServer(config, createLogger(config.logLevel, sink));
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      timeout: 180_000,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     mkdirSync(SCREENSHOTS, { recursive: true });
   },
   { timeout: 900_000 },
@@ -159,26 +142,15 @@ interface Tab {
  */
 async function openTab(viewport = DESKTOP, userAgent?: string): Promise<Tab> {
   assert.ok(browser !== undefined, 'browser launched');
-  const context = await browser.newContext({
+  const base = baseUrl();
+  const { context, page, problems } = await watchedPage(browser, {
     viewport,
-    baseURL: baseUrl(),
+    baseURL: base,
     ...(userAgent === undefined ? {} : { userAgent }),
-  });
-  context.setDefaultTimeout(ACTION_TIMEOUT_MS);
-  context.setDefaultNavigationTimeout(ACTION_TIMEOUT_MS);
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() !== 'error' && message.type() !== 'warning') return;
-    const where = message.location().url;
-    const status = /^Failed to load resource: the server responded with a status of (\d+) /.exec(
-      message.text(),
-    )?.[1];
-    const expectedRefusal =
-      ((status === '403' || status === '429') && where.startsWith(`${baseUrl()}/api/auth/`)) ||
-      ((status === '404' || status === '403') && where.startsWith(`${baseUrl()}/api/group/`));
-    if (!expectedRefusal) problems.push(`console ${message.type()}: ${message.text()} (${where})`);
+    warnings: true,
+    expected: ({ status, where }) =>
+      ((status === '403' || status === '429') && where.startsWith(`${base}/api/auth/`)) ||
+      ((status === '404' || status === '403') && where.startsWith(`${base}/api/group/`)),
   });
   return { page, problems, close: () => context.close() };
 }

@@ -8,18 +8,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { buildWebClient } from '../../scripts/build-web.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { type RunningServer, startServer } from '../../src/server.ts';
-import { ensureDebianPackage } from '../helpers/apt.ts';
+import { launchChromium, watchedPage } from '../helpers/browser.ts';
 import { directoryUser, type Slapd, startSlapd } from '../helpers/slapd.ts';
 import { runSync, syncDirectoryLdif, syncEnv } from '../helpers/sync-directory.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-// Generous: Chromium on a loaded two-core machine can be slow; nothing here is a timing assertion.
-const ACTION_TIMEOUT_MS = 60_000;
 const MANAGED = "This group's members are managed by the directory.";
 
 declare const document: { readonly activeElement: { readonly textContent: string | null } | null };
@@ -32,7 +29,6 @@ let dir: string | undefined;
 before(
   async () => {
     await buildWebClient();
-    await ensureDebianPackage(CHROMIUM, 'chromium');
     slapd = await startSlapd(undefined, { ldif: syncDirectoryLdif() });
     dir = mkdtempSync(path.join(tmpdir(), 'clubhouse-web-directory-'));
     const env = {
@@ -47,12 +43,7 @@ before(
     assert.equal(sync.code, 0, [...sync.out, ...sync.err].join('\n'));
     const config = loadConfig(env);
     server = await startServer(config, createLogger(config.logLevel));
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      timeout: 180_000,
-      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
   },
   { timeout: 900_000 },
 );
@@ -71,18 +62,12 @@ after(async () => {
 async function asUser(username: string, body: (page: Page) => Promise<void>): Promise<void> {
   assert.ok(browser !== undefined && server !== undefined);
   const base = server.url;
-  const context = await browser.newContext({ viewport: { width: 1024, height: 720 }, baseURL: base });
-  context.setDefaultTimeout(ACTION_TIMEOUT_MS);
-  context.setDefaultNavigationTimeout(ACTION_TIMEOUT_MS);
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() !== 'error') return;
-    const where = message.location().url;
-    if (/status of 403/.test(message.text()) && where === `${base}/api/auth/check`) return;
-    if (/status of 409/.test(message.text()) && where.startsWith(`${base}/api/group/`)) return;
-    problems.push(`${message.text()} (${where})`);
+  const { context, page, problems } = await watchedPage(browser, {
+    viewport: { width: 1024, height: 720 },
+    baseURL: base,
+    expected: ({ status, where }) =>
+      (status === '403' && where === `${base}/api/auth/check`) ||
+      (status === '409' && where.startsWith(`${base}/api/group/`)),
   });
   try {
     const user = directoryUser(username);

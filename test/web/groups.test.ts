@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { buildWebClient } from '../../scripts/build-web.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { applyImport } from '../../src/groups/import.ts';
@@ -20,16 +20,13 @@ import { WEB_CSP } from '../../src/http/web.ts';
 import { createLogger } from '../../src/logger.ts';
 import { type RunningServer, startServer } from '../../src/server.ts';
 import { openStores } from '../../src/store/open.ts';
-import { ensureDebianPackage } from '../helpers/apt.ts';
+import { launchChromium, watchedPage } from '../helpers/browser.ts';
 import { type Dovecot, startDovecot, testUser } from '../helpers/dovecot.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
 const DEMO_DATA = fileURLToPath(new URL('../../scripts/demo-data.json', import.meta.url));
 const DESKTOP = { width: 1024, height: 720 };
 const PHONE = { width: 375, height: 740 };
-// Generous: Chromium on a loaded two-core machine can be slow; nothing here is a timing assertion.
-const ACTION_TIMEOUT_MS = 60_000;
 const TEST_TIMEOUT = { timeout: 300_000 };
 // More workshops than one page holds (contract §13: 50 a page), half of them classrooms.
 const WORKSHOPS = 60;
@@ -109,7 +106,6 @@ const serverLogs: string[] = [];
 before(
   async () => {
     await buildWebClient();
-    await ensureDebianPackage(CHROMIUM, 'chromium');
     dovecot = await startDovecot();
     dir = mkdtempSync(path.join(tmpdir(), 'clubhouse-web-groups-'));
     const config = loadConfig({
@@ -139,20 +135,7 @@ before(
       },
     });
     server = await startServer(config, createLogger(config.logLevel, sink));
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      timeout: 180_000,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     mkdirSync(SCREENSHOTS, { recursive: true });
   },
   { timeout: 900_000 },
@@ -185,22 +168,14 @@ interface Tab {
  */
 async function signedIn(username: string, viewport = DESKTOP, start = '/'): Promise<Tab> {
   assert.ok(browser !== undefined, 'browser launched');
-  const context = await browser.newContext({ viewport, baseURL: baseUrl() });
-  context.setDefaultTimeout(ACTION_TIMEOUT_MS);
-  context.setDefaultNavigationTimeout(ACTION_TIMEOUT_MS);
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() !== 'error' && message.type() !== 'warning') return;
-    const where = message.location().url;
-    const status = /^Failed to load resource: the server responded with a status of (\d+) /.exec(
-      message.text(),
-    )?.[1];
-    const expected =
-      (status === '403' && where === `${baseUrl()}/api/auth/check`) ||
-      ((status === '409' || status === '403') && where.startsWith(`${baseUrl()}/api/group/`));
-    if (!expected) problems.push(`console ${message.type()}: ${message.text()} (${where})`);
+  const base = baseUrl();
+  const { context, page, problems } = await watchedPage(browser, {
+    viewport,
+    baseURL: base,
+    warnings: true,
+    expected: ({ status, where }) =>
+      (status === '403' && where === `${base}/api/auth/check`) ||
+      ((status === '409' || status === '403') && where.startsWith(`${base}/api/group/`)),
   });
   const user = testUser(username);
   await page.goto(start);

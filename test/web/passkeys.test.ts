@@ -15,18 +15,17 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type Browser, type BrowserContext, type CDPSession, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { buildWebClient } from '../../scripts/build-web.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { applyImport } from '../../src/groups/import.ts';
 import { createLogger } from '../../src/logger.ts';
 import { type RunningServer, startServer } from '../../src/server.ts';
-import { ensureDebianPackage } from '../helpers/apt.ts';
+import { launchChromium, watchedPage } from '../helpers/browser.ts';
 import { type Dovecot, startDovecot, testUser } from '../helpers/dovecot.ts';
 import { freePort } from '../helpers/ports.ts';
 import { SQLITE, STORES, type TestStore } from '../helpers/stores.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
 const DEMO_DATA = fileURLToPath(new URL('../../scripts/demo-data.json', import.meta.url));
 const DESKTOP = { width: 1024, height: 720 };
@@ -36,8 +35,6 @@ const LAPTOP_UA =
   'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
 const PHONE_UA =
   'Mozilla/5.0 (Linux; Android 15; Pixel 9) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36';
-// Generous: Chromium on a loaded two-core machine can be slow; nothing here is a timing assertion.
-const ACTION_TIMEOUT_MS = 60_000;
 const TEST_TIMEOUT = { timeout: 600_000 };
 const SITE_TIMEOUT = { timeout: 300_000 };
 
@@ -56,22 +53,8 @@ let browser: Browser | undefined;
 before(
   async () => {
     await buildWebClient();
-    await ensureDebianPackage(CHROMIUM, 'chromium');
     dovecot = await startDovecot();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      timeout: 180_000,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     mkdirSync(SCREENSHOTS, { recursive: true });
   },
   { timeout: 900_000 },
@@ -187,31 +170,21 @@ async function openDevice(
   },
 ): Promise<Device> {
   assert.ok(browser !== undefined, 'browser launched');
-  const context = await browser.newContext({
+  const { context, page, problems } = await watchedPage(browser, {
     viewport: options.viewport,
     userAgent: options.userAgent,
     baseURL: origin.url,
-  });
-  context.setDefaultTimeout(ACTION_TIMEOUT_MS);
-  context.setDefaultNavigationTimeout(ACTION_TIMEOUT_MS);
-  if (!options.autofill) {
-    await context.addInitScript(() => {
-      if (typeof PublicKeyCredential !== 'undefined')
-        PublicKeyCredential.isConditionalMediationAvailable = () => Promise.resolve(false);
-    });
-  }
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() !== 'error' && message.type() !== 'warning') return;
-    const where = message.location().url;
-    const status = /^Failed to load resource: the server responded with a status of (\d+) /.exec(
-      message.text(),
-    )?.[1];
+    ...(options.autofill
+      ? {}
+      : {
+          initScript: () => {
+            if (typeof PublicKeyCredential !== 'undefined')
+              PublicKeyCredential.isConditionalMediationAvailable = () => Promise.resolve(false);
+          },
+        }),
+    warnings: true,
     // Refusals by design: check's 403 when signed out, a refused login's 403.
-    const expectedRefusal = status === '403' && where.startsWith(`${origin.url}/api/auth/`);
-    if (!expectedRefusal) problems.push(`console ${message.type()}: ${message.text()} (${where})`);
+    expected: ({ status, where }) => status === '403' && where.startsWith(`${origin.url}/api/auth/`),
   });
   const cdp = await context.newCDPSession(page);
   await cdp.send('WebAuthn.enable', { enableUI: false });

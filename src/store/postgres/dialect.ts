@@ -49,6 +49,15 @@ export const POSTGRES_DIALECT: Dialect = {
   groupGeneration: null,
   // The head row of the log (migration 8): its lock orders the entries as their transactions commit.
   sessionLogPosition: 'SELECT epoch::text AS log_epoch, seq AS log_seq FROM session_log_head',
+  // A GIN index over the trigrams the fill writes beside the folded text (migration 12).
+  trigramIndex: {
+    ids: (param) => `SELECT group_id AS id FROM group_trigrams WHERE trigrams @> $${param}::text[]`,
+    holds: (param) => `g.id IN (SELECT group_id FROM group_trigrams WHERE trigrams @> $${param}::text[])`,
+    value: (trigrams) => trigrams,
+    fill: `INSERT INTO group_trigrams (group_id, trigrams)
+      SELECT f.group_id, string_to_array(f.trigrams, E'\\n') FROM unnest($1::integer[], $2::text[]) AS f(group_id, trigrams)
+      ON CONFLICT (group_id) DO UPDATE SET trigrams = excluded.trigrams`,
+  },
   migrationsTable:
     'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
   isUniqueViolation: (err) => err instanceof pg.DatabaseError && err.code === '23505',

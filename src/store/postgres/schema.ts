@@ -199,6 +199,47 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
         WHEN (NEW.search_text IS NOT NULL) EXECUTE FUNCTION group_search_text_stale();
     `,
   },
+  {
+    version: 12,
+    name: 'the group search index',
+    sql: `
+      -- As SQLite's version 12 (contract §13): the group search's trigram index. The trigrams of each
+      -- group's folded text within its fields, written by the fill in the transaction that writes
+      -- search_text (sql/group-search.ts), under a GIN index (core PostgreSQL: no extension to
+      -- create). A table beside groups, not a column: an array of a hundred trigrams in each row
+      -- would make every scan of groups read several times the bytes.
+      CREATE TABLE group_trigrams (
+        group_id integer PRIMARY KEY,
+        trigrams text[] NOT NULL
+      );
+      CREATE INDEX group_trigrams_index ON group_trigrams USING gin (trigrams);
+      -- A row of a group whose search_text is NULL matches nothing, so a stale row is harmless until
+      -- the fill replaces it; these keep rows from outliving their group, whoever deletes it. A
+      -- group given another id is folded again (version 11's trigger, now on the id too).
+      CREATE FUNCTION group_trigrams_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        DELETE FROM group_trigrams t USING old_rows o WHERE t.group_id = o.id;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER groups_trigrams_delete AFTER DELETE ON groups REFERENCING OLD TABLE AS old_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION group_trigrams_deleted();
+      CREATE FUNCTION group_trigrams_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        TRUNCATE group_trigrams;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER groups_trigrams_truncate AFTER TRUNCATE ON groups
+        FOR EACH STATEMENT EXECUTE FUNCTION group_trigrams_truncated();
+      DROP TRIGGER groups_search_text_stale ON groups;
+      CREATE TRIGGER groups_search_text_stale BEFORE UPDATE OF id, name, short_description, description
+        ON groups FOR EACH ROW WHEN (OLD.id IS DISTINCT FROM NEW.id OR OLD.name IS DISTINCT FROM NEW.name
+          OR OLD.short_description IS DISTINCT FROM NEW.short_description
+          OR OLD.description IS DISTINCT FROM NEW.description)
+        EXECUTE FUNCTION group_search_text_stale();
+      -- The texts folded before this version are folded and indexed by the next search.
+      UPDATE groups SET search_text = NULL;
+    `,
+  },
   { version: 13, name: 'group change log', sql: GROUP_CHANGE_LOG },
 ];
 

@@ -3,18 +3,28 @@
 // throttle stores answer StoreUnavailableError('sessions') (HTTP 503); the client reconnects by itself.
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
-import { Redis, ReplyError } from 'ioredis';
+import { Redis, type RedisOptions, ReplyError } from 'ioredis';
 import { StoreUnavailableError } from '../errors.ts';
 import type { RedisTarget } from '../options.ts';
+
+/**
+ * A command Redis accepted but never answered (a hung server) fails after this long (inTime below),
+ * not by ioredis's own commandTimeout: its timer is judged before the process reads its sockets.
+ */
+const COMMAND_DEADLINE_MS = 2000;
+/**
+ * A connection not ready after this long (TCP, TLS and the handshake: what ioredis's connectTimeout
+ * and commandTimeout bounded, 2 s each) is dropped and tried again (connectWithin below).
+ */
+const CONNECT_DEADLINE_MS = 4000;
 
 /** Client settings: a dead Redis answers within a bounded time, and the client reconnects forever. */
 const REDIS_SETTINGS = {
   // Commands fail at once while disconnected instead of queueing behind a reconnect.
   enableOfflineQueue: false,
   maxRetriesPerRequest: 1,
-  // A command Redis accepted but never answered (a hung server) fails after this long.
-  commandTimeout: 2000,
-  connectTimeout: 2000,
+  // Not ioredis's connectTimeout (its timer is judged before the poll): connectWithin's deadline.
+  connectTimeout: 0,
   // Reconnect with a backoff capped at 1 s, forever: the store recovers when Redis is back.
   retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
   lazyConnect: true,
@@ -28,6 +38,8 @@ const REDIS_SETTINGS = {
  */
 const SENTINEL_SETTINGS = {
   role: 'master',
+  // The sentinels' connections as well as the primary's (connectWithin watches the primary's only).
+  connectTimeout: 2000,
   sentinelRetryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),
   sentinelCommandTimeout: 2000,
   reconnectOnError: (err: Error) => /^READONLY\b/.test(err.message),
@@ -54,7 +66,42 @@ function createClient(target: RedisTarget): Redis {
     });
   }
   const tls = redisTlsOptions(target);
-  return new Redis(target.url, tls === undefined ? REDIS_SETTINGS : { ...REDIS_SETTINGS, tls });
+  const client = new Redis(target.url, tls === undefined ? REDIS_SETTINGS : { ...REDIS_SETTINGS, tls });
+  connectWithin(client);
+  return client;
+}
+
+/**
+ * A connect timeout judged after a poll (deadlineAfterPoll): each connection of `client` not ready
+ * CONNECT_DEADLINE_MS after it began (a server that does not accept, or accepts and never answers
+ * the handshake) is destroyed, and the client tries again (retryStrategy); one made while the process
+ * was not running is taken. For a standalone target's client and its duplicates (duplicateClient).
+ */
+function connectWithin(client: Redis): void {
+  let deadline: { cancel(): void } | null = null;
+  const settled = () => {
+    deadline?.cancel();
+    deadline = null;
+  };
+  client.on('connecting', () => {
+    settled();
+    deadline = deadlineAfterPoll(CONNECT_DEADLINE_MS, () => {
+      deadline = null;
+      if (client.status === 'connecting' || client.status === 'connect')
+        client.stream?.destroy(new Error('connect ETIMEDOUT'));
+    });
+  });
+  for (const event of ['ready', 'close', 'end']) client.on(event, settled);
+}
+
+/**
+ * Another connection to `main`'s Redis (key-events.ts's subscribed one): ioredis's duplicate takes
+ * the options, connectTimeout 0 among them, but not the listeners, so it is watched here as `main` is.
+ */
+export function duplicateClient(main: Redis, override: Partial<RedisOptions>): Redis {
+  const duplicate = main.duplicate(override);
+  if (main.options.connectTimeout === 0) connectWithin(duplicate);
+  return duplicate;
 }
 
 /** A client connected to `target`; StoreUnavailableError with the reason when Redis is down. */
@@ -102,10 +149,54 @@ function isRedisUnavailable(err: unknown): boolean {
   return !(err instanceof TypeError || err instanceof RangeError || err instanceof SyntaxError);
 }
 
-/** Maps "Redis cannot answer now" to StoreUnavailableError('sessions'); other errors pass. */
+/**
+ * Calls `expired` once `ms` have passed and the process has then read what its sockets hold.
+ * Timers run before the event loop polls its sockets: a process that did not run for `ms` (a crowded
+ * host, a long collection) would otherwise find a deadline passed while the answer it waits for sits
+ * unread in its socket, and fail for nothing. So the verdict waits for one poll after the deadline
+ * (setImmediate runs after it); `cancel` stops it.
+ */
+export function deadlineAfterPoll(ms: number, expired: () => void): { cancel(): void } {
+  let immediate: NodeJS.Immediate | null = null;
+  const timer = setTimeout(() => {
+    immediate = setImmediate(expired);
+  }, ms);
+  return {
+    cancel() {
+      clearTimeout(timer);
+      if (immediate !== null) clearImmediate(immediate);
+    },
+  };
+}
+
+/**
+ * The reply of a command already sent, or "Command timed out" when Redis has not answered within
+ * COMMAND_DEADLINE_MS of the process's own running (deadlineAfterPoll): a hung server fails the
+ * command, a process the host did not run for a while does not. Every command goes through it.
+ */
+export function inTime<T>(reply: Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const deadline = deadlineAfterPoll(COMMAND_DEADLINE_MS, () => reject(new Error('Command timed out')));
+    reply.then(
+      (value) => {
+        deadline.cancel();
+        resolve(value);
+      },
+      (err: unknown) => {
+        deadline.cancel();
+        reject(err);
+      },
+    );
+  });
+}
+
+/**
+ * Maps "Redis cannot answer now" (inTime's deadline included) to StoreUnavailableError('sessions');
+ * other errors pass.
+ */
 export async function mapped<T>(work: Promise<T>): Promise<T> {
   try {
-    return await work;
+    return await inTime(work);
   } catch (err) {
     if (isRedisUnavailable(err)) throw new StoreUnavailableError('sessions', { cause: err });
     throw err;

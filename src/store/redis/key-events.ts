@@ -15,12 +15,15 @@
 //   them): the barrier event never comes, the catch-up fails after BARRIER_TIMEOUT_MS, and requests
 //   are answered by Redis itself until a barrier comes through again (tried every REARM_MS); memory
 //   is then emptied, since what happened in between is unknown.
-// - The subscribed connection lost: the same (events may have been lost with it).
+// - The subscribed connection lost (Redis also drops a subscriber that does not read, as a process
+//   the host does not run): the same (events may have been lost with it). A catch-up whose barrier
+//   began before the loss fails even when its event comes through the new subscription.
 // - A read racing an event: a session read while an event about its key arrives may be older than the
 //   event; such a read is not kept (fills are watched per key while in flight).
 // Redis's own data lost (a restart without persistence, FLUSHALL) is the log's epoch (session-log.ts).
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { deadlineAfterPoll, duplicateClient, inTime } from './driver.ts';
 import type { Keys } from './scripts.ts';
 
 /**
@@ -32,26 +35,6 @@ const NEEDED_FLAGS = ['K', 'g', 'h', 'x', 'e'] as const;
 const BARRIER_TIMEOUT_MS = 2000;
 /** How often an instance whose events stopped tries to get them flowing again. */
 const REARM_MS = 5000;
-
-/**
- * Calls `expired` once `ms` have passed and the process has then read what its sockets hold.
- * Timers run before the event loop polls its sockets: a process that did not run for `ms` (a crowded
- * host, a long collection) would otherwise find a barrier's deadline passed while the barrier's event
- * sits unread in the subscribed socket, and turn its memory off for nothing. So the verdict waits for
- * one poll after the deadline (setImmediate runs after it); `cancel` stops it.
- */
-function deadlineAfterPoll(ms: number, expired: () => void): { cancel(): void } {
-  let immediate: NodeJS.Immediate | null = null;
-  const timer = setTimeout(() => {
-    immediate = setImmediate(expired);
-  }, ms);
-  return {
-    cancel() {
-      clearTimeout(timer);
-      if (immediate !== null) clearImmediate(immediate);
-    },
-  };
-}
 
 /** The flags `current` lacks among those the memory needs (`A` counts for g, h, x and e). */
 export function missingEventFlags(current: string): string {
@@ -66,11 +49,11 @@ export function missingEventFlags(current: string): string {
  */
 async function ensureKeyEvents(client: Redis): Promise<'on' | 'turned on' | 'unknown'> {
   try {
-    const reply = (await client.call('CONFIG', 'GET', 'notify-keyspace-events')) as string[];
+    const reply = (await inTime(client.call('CONFIG', 'GET', 'notify-keyspace-events'))) as string[];
     const current = reply[1] ?? '';
     const missing = missingEventFlags(current);
     if (missing === '') return 'on';
-    await client.call('CONFIG', 'SET', 'notify-keyspace-events', `${current}${missing}`);
+    await inTime(client.call('CONFIG', 'SET', 'notify-keyspace-events', `${current}${missing}`));
     return 'turned on';
   } catch {
     return 'unknown';
@@ -127,7 +110,7 @@ export class SessionKeyEvents {
 
   /** Subscribes and proves that events flow (else the memory stays shut and a later try follows). */
   async start(): Promise<void> {
-    const subscriber = this.#main.duplicate({ autoResubscribe: false });
+    const subscriber = duplicateClient(this.#main, { autoResubscribe: false });
     this.#subscriber = subscriber;
     subscriber.on('error', () => {});
     subscriber.on('pmessage', (_pattern: string, channel: string, event: string) =>
@@ -167,16 +150,22 @@ export class SessionKeyEvents {
   barrier(): { readonly key: string; readonly passed: Promise<void> } {
     const key = `${this.#barrierPrefix}${++this.#barriers}`;
     if (!this.#flowing) return { key, passed: Promise.reject(new Error('key events do not flow')) };
+    // Events that stop after this instant (#stop moves the epoch) may be lost, and memory is emptied
+    // only once a new subscription has proven itself (#arm): until then a barrier event coming through
+    // that new subscription (the script resent after a reconnect) says nothing of the lost ones.
+    const epoch = this.#epoch;
     const passed = new Promise<void>((resolve, reject) => {
       const deadline = deadlineAfterPoll(BARRIER_TIMEOUT_MS, () => {
         this.#awaited.delete(key);
         reject(new Error('no barrier event'));
-        this.#stop('a barrier event did not arrive');
+        // A barrier of a subscription since replaced proves nothing of the current one.
+        if (epoch === this.#epoch) this.#stop('a barrier event did not arrive');
       });
       this.#awaited.set(key, () => {
         deadline.cancel();
         this.#awaited.delete(key);
-        resolve();
+        if (epoch === this.#epoch) resolve();
+        else reject(new Error('key events were interrupted'));
       });
     });
     return { key, passed };
@@ -213,7 +202,7 @@ export class SessionKeyEvents {
     if (subscriber === null || this.#closed) return;
     try {
       await ensureKeyEvents(this.#main);
-      await subscriber.psubscribe(`${globLiteral(this.#channelPrefix + this.#sessionPrefix)}*`);
+      await inTime(subscriber.psubscribe(`${globLiteral(this.#channelPrefix + this.#sessionPrefix)}*`));
       const key = `${this.#barrierPrefix}arm`;
       const arrived = new Promise<void>((resolve, reject) => {
         const deadline = deadlineAfterPoll(BARRIER_TIMEOUT_MS, () => reject(new Error('no event')));
@@ -225,7 +214,7 @@ export class SessionKeyEvents {
       });
       // Awaited below; if the write fails first, its timeout must not surface as unhandled.
       arrived.catch(() => {});
-      await this.#main.multi().set(key, '1', 'PX', 60000).del(key).exec();
+      await inTime(this.#main.multi().set(key, '1', 'PX', 60000).del(key).exec());
       await arrived;
     } catch {
       this.#awaited.delete(`${this.#barrierPrefix}arm`);

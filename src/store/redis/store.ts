@@ -7,7 +7,7 @@ import { StoreMisconfiguredError } from '../errors.ts';
 import type { AnswerWindow, CatchUpRounds } from '../freshness/gate.ts';
 import type { RedisTarget } from '../options.ts';
 import type { FlowStore, SessionMemoryAnswers, SessionStore, ThrottleStore } from '../types.ts';
-import { connectRedis, mapped } from './driver.ts';
+import { connectRedis, inTime, mapped } from './driver.ts';
 import { redisFlowStore } from './flows.ts';
 import { missingEventFlags } from './key-events.ts';
 import { defineScripts, keys } from './scripts.ts';
@@ -47,7 +47,7 @@ async function evictionRisk(client: Redis): Promise<string | null> {
   let policy: string;
   let maxmemory: string;
   try {
-    const reply = (await client.call('CONFIG', 'GET', 'maxmemory*')) as string[];
+    const reply = (await inTime(client.call('CONFIG', 'GET', 'maxmemory*'))) as string[];
     const settings = new Map<string, string>();
     for (let i = 0; i + 1 < reply.length; i += 2) settings.set(reply[i]!, reply[i + 1]!);
     policy = settings.get('maxmemory-policy') ?? 'noeviction';
@@ -78,7 +78,7 @@ export async function redisReport(target: RedisTarget): Promise<RedisReport> {
     const evicts = await evictionRisk(client);
     let missingEvents: string | null = null;
     try {
-      const reply = (await client.call('CONFIG', 'GET', 'notify-keyspace-events')) as string[];
+      const reply = (await inTime(client.call('CONFIG', 'GET', 'notify-keyspace-events'))) as string[];
       missingEvents = missingEventFlags(reply[1] ?? '');
     } catch {
       missingEvents = null;
@@ -123,7 +123,7 @@ export async function openRedisStores(target: RedisTarget, options: RedisStoreOp
       await memory?.events.close();
       if (client.status === 'end') return;
       try {
-        await client.quit();
+        await inTime(client.quit());
       } catch {
         client.disconnect();
       }

@@ -91,6 +91,22 @@ export interface Dialect {
    * (freshness/change-log.ts), to be read in the same snapshot as the sessions it vouches for.
    */
   readonly sessionLogPosition: string;
+  /**
+   * The group search's trigram index (sql/group-search.ts): a SELECT of the `id` of every group whose
+   * search text holds all the trigrams given as parameter $n, the same as a condition on `g`
+   * (groups), and that parameter made from the trigrams.
+   */
+  readonly trigramIndex: {
+    ids(param: number): string;
+    holds(param: number): string;
+    value(trigrams: readonly string[]): unknown;
+    /**
+     * The statement by which the fill writes the trigrams of the groups it folded, from two bulk
+     * parameters (`group_id`, and `trigrams`: a text, one trigram a line), for an engine whose index
+     * is over trigrams written beside the text; null for one that cuts the stored text itself.
+     */
+    readonly fill: string | null;
+  };
   /** DDL of the table recording applied migrations. */
   readonly migrationsTable: string;
   /** True for a violation of a UNIQUE or PRIMARY KEY constraint (not a CHECK: that is a bug). */

@@ -127,8 +127,13 @@ export function sqlGroupStore({ run, dialect }: SqlDriver): GroupStore {
     changeTexts: (group, actor, texts, refuse) =>
       run(changeTexts(dialect, group, actor, texts, refuse), 'write'),
     search: async (query) => {
-      // A group new or edited since the last search is folded first (group-search.ts).
-      if (await run(searchTextMissing())) await run(fillSearchText(dialect), 'write');
+      // A group new or edited since the last search is folded and indexed first (group-search.ts),
+      // a chunk a transaction, so that other writers wait for one chunk at most.
+      if (await run(searchTextMissing())) {
+        for (let after: number | null = 0; after !== null; ) {
+          after = await run(fillSearchText(dialect, after), 'write');
+        }
+      }
       return run(searchGroups(dialect, query), 'snapshot');
     },
   };

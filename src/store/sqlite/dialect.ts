@@ -45,6 +45,14 @@ export const SQLITE_DIALECT: Dialect = {
   // purge of the entries; SQLite has no TRUNCATE, so the epoch never moves.
   sessionLogPosition:
     "SELECT '' AS log_epoch, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_deletions'), 0) AS log_seq",
+  // FTS5's trigram tokenizer cuts the folded text as searchTrigrams does (migration 12); a quoted
+  // string of three code points is one trigram, and a quote inside is doubled.
+  trigramIndex: {
+    ids: (param) => `SELECT rowid AS id FROM group_search WHERE group_search MATCH $${param}`,
+    holds: (param) => `g.id IN (SELECT rowid FROM group_search WHERE group_search MATCH $${param})`,
+    value: (trigrams) => trigrams.map((t) => `"${t.replaceAll('"', '""')}"`).join(' AND '),
+    fill: null,
+  },
   migrationsTable:
     'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT',
   // SQLITE_CONSTRAINT_UNIQUE (2067) and _PRIMARYKEY (1555) mean "taken": a CHECK failure (275) is a

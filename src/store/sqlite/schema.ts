@@ -341,6 +341,32 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    version: 12,
+    name: 'the group search index',
+    sql: `
+      -- contract §13: the group search's trigram index (sql/group-search.ts) over the folded text.
+      -- FTS5's trigram tokenizer, case_sensitive so that it folds nothing itself and the trigrams are
+      -- the code points the JavaScript folding left; detail=none, as the search only asks which
+      -- groups hold a trigram. The table keeps its own copy of the text, so that a row can go by its
+      -- rowid alone (an external-content table would need the exact text it indexed).
+      CREATE VIRTUAL TABLE group_search USING fts5(search_text, tokenize = 'trigram case_sensitive 1', detail = none);
+      -- It follows groups.search_text whoever writes: cleared (version 11's triggers), refilled,
+      -- moved to another id, or the group deleted.
+      CREATE TRIGGER groups_search_index AFTER UPDATE OF id, search_text ON groups
+        WHEN old.id IS NOT new.id OR old.search_text IS NOT new.search_text
+      BEGIN
+        DELETE FROM group_search WHERE rowid IN (old.id, new.id);
+        INSERT INTO group_search (rowid, search_text) SELECT new.id, new.search_text WHERE new.search_text IS NOT NULL;
+      END;
+      CREATE TRIGGER groups_search_unindex AFTER DELETE ON groups
+      BEGIN
+        DELETE FROM group_search WHERE rowid = old.id;
+      END;
+      -- The texts folded before this version are folded and indexed by the next search.
+      UPDATE groups SET search_text = NULL;
+    `,
+  },
+  {
     version: 13,
     name: 'group change log',
     sql: GROUP_CHANGE_LOG,
