@@ -38,7 +38,7 @@ import {
 } from './machinery/options.ts';
 import { memoryOf } from './machinery/procs.ts';
 import { seedDatabase } from './machinery/seed.ts';
-import { type Server, startBaseline, startClubhouse } from './machinery/servers.ts';
+import { type Server, startBaseline, startClubhouse, startEnvironment } from './machinery/servers.ts';
 import { WRK_BIN } from './machinery/wrk.ts';
 import { type CaseResult, memoryVerdict } from './report/case-rows.ts';
 import { renderChart } from './report/chart.ts';
@@ -197,6 +197,11 @@ async function main(cleanup: Cleanup): Promise<{ report: string; chart: string }
         `headers, body: check ${sizes.check} B, group list ${sizes['group-list']} B, group detail ${sizes['group-detail']} B), ` +
         'precomputed, chosen by path alone (bench/machinery/baseline.ts); WORKERS=2: the same with 2 node:cluster workers; ' +
         'two instances: two such processes',
+      `npm start's environment, given to every clubhouse started: ${
+        Object.entries(startEnvironment())
+          .map(([name, value]) => `\`${name}=${value}\``)
+          .join(', ') || 'none'
+      }`,
     ],
     settings: cleanup.started.map(settingsLine),
     cases,

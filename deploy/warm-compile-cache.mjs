@@ -35,8 +35,9 @@ if (mode === IMPORT_MODULES) {
 }
 
 const start = JSON.parse(readFileSync(path.join(appDir, 'package.json'), 'utf8')).scripts.start;
-const flags = /^exec node ((?:--\S+ )*)src\/main\.ts$/.exec(start)?.[1]?.trim().split(' ');
-if (!flags) throw new Error(`npm start is not "exec node FLAGS src/main.ts": ${start}`);
+// Variables before `exec` (MALLOC_ARENA_MAX) are the image's ENV too; they do not key the cache.
+const flags = /^(?:[A-Z_]+=\S+ )*exec node ((?:--\S+ )*)src\/main\.ts$/.exec(start)?.[1]?.trim().split(' ');
+if (!flags) throw new Error(`npm start is not "[NAME=VALUE …] exec node FLAGS src/main.ts": ${start}`);
 
 /** Runs node with `args` under npm start's flags; fails the build unless it exits `status`. */
 function node(args, status, env = {}) {

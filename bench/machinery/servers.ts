@@ -73,25 +73,43 @@ interface StartOptions {
   readonly label: string;
   readonly args: readonly string[];
   readonly settings: Record<string, string>;
+  /** Variables beside the settings: npm start's own (startEnvironment). */
+  readonly environment?: Record<string, string>;
   readonly port: number;
   readonly workers: number;
   /** Directory for the stdout/stderr files; also the cwd, so no `.env` of the checkout is read. */
   readonly dir: string;
 }
 
-/**
- * The node flags of `npm start` (package.json), so that the benchmark runs the service as users do
- * (e.g. its young-generation size) without going through npm.
- */
-function startFlags(): string[] {
+/** `npm start`'s command line (package.json): `NAME=VALUE … exec node FLAGS… src/main.ts`. */
+function startWords(): string[] {
   const scripts = (
     JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
       scripts: Record<string, string>;
     }
   ).scripts;
-  const words = (scripts['start'] ?? '').split(/\s+/);
+  return (scripts['start'] ?? '').split(/\s+/);
+}
+
+/**
+ * The node flags of `npm start`, so that the benchmark runs the service as users do (e.g. its
+ * young-generation size) without going through npm.
+ */
+function startFlags(): string[] {
+  const words = startWords();
   const flags = words.slice(words.indexOf('node') + 1, words.indexOf('src/main.ts'));
   return flags.filter((flag) => flag.startsWith('--') && flag !== '--disable-warning=ExperimentalWarning');
+}
+
+/** The variables `npm start` sets before `exec node` (e.g. MALLOC_ARENA_MAX): users' processes have them. */
+export function startEnvironment(): Record<string, string> {
+  const words = startWords();
+  return Object.fromEntries(
+    words.slice(0, Math.max(0, words.indexOf('exec'))).map((word) => {
+      const at = word.indexOf('=');
+      return [word.slice(0, at), word.slice(at + 1)];
+    }),
+  );
 }
 
 async function start(options: StartOptions): Promise<Server> {
@@ -108,7 +126,7 @@ async function start(options: StartOptions): Promise<Server> {
       '--disable-warning=ExperimentalWarning',
       ...options.args,
     ],
-    { cwd: dir, env: { ...cleanEnvironment(), ...options.settings } },
+    { cwd: dir, env: { ...cleanEnvironment(), ...options.environment, ...options.settings } },
   );
   const output = () => `${tailOf(stdout)}${tailOf(`${stdout}.err`)}`;
   try {
@@ -179,6 +197,7 @@ export async function startClubhouse(options: ClubhouseOptions): Promise<Server>
     label: options.label,
     args: [...startFlags(), ...(options.nodeArgs ?? []), path.join(ROOT, 'src', 'main.ts')],
     settings,
+    environment: startEnvironment(),
     port,
     workers: Number(extra['WORKERS'] ?? '1'),
     dir: options.dir,

@@ -22,14 +22,24 @@ const MB = 1000 * 1000;
 /** A bound on the median start to /readyz 200 that a loaded 2-core machine keeps (see its test). */
 const START_BOUND_MS = 15_000;
 
+/** The variables `npm start` sets before `exec node` (package.json). */
+function startEnvironment(): Record<string, string> {
+  const start = (
+    JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { scripts: { start: string } }
+  ).scripts.start;
+  const words = start.split(' ');
+  return Object.fromEntries(words.slice(0, words.indexOf('exec')).map((word) => word.split('=', 2)));
+}
+
 /** The node flags of `npm start` (package.json). */
 function startFlags(): string[] {
   const start = (
     JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { scripts: { start: string } }
   ).scripts.start;
   const words = start.split(' ');
-  assert.deepEqual([words[0], words[1], words.at(-1)], ['exec', 'node', 'src/main.ts']);
-  return words.slice(2, -1);
+  const exec = words.indexOf('exec');
+  assert.deepEqual([words[exec], words[exec + 1], words.at(-1)], ['exec', 'node', 'src/main.ts']);
+  return words.slice(exec + 2, -1);
 }
 
 describe('the clubhouse image', { concurrency: false }, () => {
@@ -61,6 +71,7 @@ describe('the clubhouse image', { concurrency: false }, () => {
           StopSignal: string;
           Volumes: object;
           Cmd: string[];
+          Env: string[];
         };
         Healthcheck?: { Test: string[] };
       },
@@ -86,6 +97,12 @@ describe('the clubhouse image', { concurrency: false }, () => {
         .scripts.start,
     )![1]!;
     assert.equal(image.Config.Cmd.join(' '), start);
+    // and its variables, in the image's environment.
+    for (const [name, value] of Object.entries(startEnvironment()))
+      assert.ok(
+        image.Config.Env.includes(`${name}=${value}`),
+        `${name}=${value} in ${image.Config.Env.join(' ')}`,
+      );
     assert.equal(image.Config.Labels['org.opencontainers.image.version'], VERSION);
     assert.equal(image.Config.Labels['org.opencontainers.image.licenses'], 'MIT');
     assert.match(image.Config.Labels['org.opencontainers.image.source'] ?? '', /^https:\/\//);
@@ -242,7 +259,7 @@ describe('the clubhouse image', { concurrency: false }, () => {
         started = performance.now();
         const child = spawn(process.execPath, [...flags, 'src/main.ts'], {
           cwd: REPO,
-          env: hostEnv,
+          env: { ...startEnvironment(), ...hostEnv },
           stdio: 'ignore',
         });
         const exited = new Promise((resolve) => child.on('exit', resolve));

@@ -124,6 +124,12 @@ describe('the systemd unit', { concurrency: false }, () => {
     assert.deepEqual(settings.get('ProtectSystem'), ['strict']);
     assert.deepEqual(settings.get('NoNewPrivileges'), ['yes']);
     assert.deepEqual(settings.get('EnvironmentFile'), ['/etc/clubhouse/clubhouse.env']);
+    // npm start's variables (before `exec node`), under the operator's file.
+    const variables = /^(.*?) ?exec node /.exec(
+      (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { scripts: { start: string } })
+        .scripts.start,
+    )![1]!;
+    assert.deepEqual(settings.get('Environment'), variables === '' ? undefined : variables.split(' '));
     assert.deepEqual(settings.get('KillSignal'), ['SIGTERM']);
     assert.equal(settings.get('ExecReload'), undefined);
     // npm start's node flags.
@@ -178,8 +184,14 @@ describe('the systemd unit', { concurrency: false }, () => {
         cwd: state,
         uid: DYNAMIC_UID,
         gid: DYNAMIC_UID,
-        // systemd's environment for a service: PATH, the credentials directory, the unit's settings.
-        env: { PATH: '/usr/local/bin:/usr/bin:/bin', CREDENTIALS_DIRECTORY: credentials, ...environment },
+        // systemd's environment for a service: PATH, the credentials directory, the unit's
+        // Environment= and then its EnvironmentFile.
+        env: {
+          PATH: '/usr/local/bin:/usr/bin:/bin',
+          CREDENTIALS_DIRECTORY: credentials,
+          ...Object.fromEntries((settings.get('Environment') ?? []).map((pair) => pair.split('=', 2))),
+          ...environment,
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let output = '';
