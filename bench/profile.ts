@@ -5,18 +5,23 @@
 // wrk scripts (a warm-up of at least 2 s that reads every session of the rotation twice, then the
 // measured run), stops it (the profile is written at exit), and prints, from the samples of the measured run only, each side's time per request by file and by
 // function: what clubhouse does that the baseline does not. PROFILE_CASES=check,no-cookie,groups,
-// detail (default: all), PROFILE_SECONDS (default 10). The .cpuprofile files are kept (paths
+// detail (default: all), PROFILE_SECONDS (default 10), PROFILE_STORES=sqlite (default), postgres
+// (the database on a private PostgreSQL) or redis (and SESSION_STORE on a private Redis): one
+// clubhouse on the shared stores, seeded as the bench's instances case seeds them. The .cpuprofile files are kept (paths
 // printed) for a flame graph in Chrome's DevTools or speedscope. A sample is wall time on the main
 // thread: on a busy host it includes what the machine makes the process wait, as users would see.
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ensureDebianPackage } from '../test/helpers/apt.ts';
 import { removeOnExit } from '../test/helpers/child.ts';
 import { startDovecot } from '../test/helpers/dovecot.ts';
+import { startPostgres } from '../test/helpers/postgres.ts';
+import { startRedis } from '../test/helpers/redis.ts';
 import { recordAnswers } from './machinery/answers.ts';
 import { BIG } from './machinery/options.ts';
-import { seedDatabase } from './machinery/seed.ts';
+import { loadLines, rawSessionIds, seedDatabase } from './machinery/seed.ts';
+import { seedPostgres, seedPostgresSessions, seedRedis } from './machinery/seed-stores.ts';
 import { type Server, startBaseline, startClubhouse } from './machinery/servers.ts';
 import { runWrk, WRK_BIN } from './machinery/wrk.ts';
 
@@ -40,6 +45,7 @@ const CASES: Record<string, { readonly script: string; readonly path: string }> 
 const SECONDS = Number(process.env['PROFILE_SECONDS'] ?? '10');
 const WARMUP_SECONDS = 2;
 const WANTED = (process.env['PROFILE_CASES'] ?? Object.keys(CASES).join(',')).split(',');
+const STORES = process.env['PROFILE_STORES'] ?? 'sqlite';
 const TOP = 30;
 const ROOT = path.join(import.meta.dirname, '..');
 
@@ -161,6 +167,7 @@ async function main(): Promise<void> {
   process.stderr.write('seeding 1 000 000 sessions, 100 000 groups …\n');
   const big = seedDatabase(path.join(dir, 'big.db'), path.join(dir, 'load.txt'), BIG);
   const dovecot = await startDovecot({ authFailureDelay: 0 });
+  const stores = await sharedStores(dir);
   const profiling = (name: string) => {
     const out = mkdtempSync(path.join(os.tmpdir(), `clubhouse-profile-${name}-`));
     return { out, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${out}`] };
@@ -184,14 +191,15 @@ async function main(): Promise<void> {
         'clubhouse',
         await startClubhouse({
           label: `clubhouse ${name}`,
-          databaseUrl: `sqlite:${big.path}`,
+          databaseUrl: stores?.databaseUrl ?? `sqlite:${big.path}`,
           dovecot,
           dir,
           nodeArgs: ours.nodeArgs,
+          ...(stores?.settings === undefined ? {} : { settings: stores.settings }),
         }),
         ours.out,
         load,
-        big.loadFile,
+        stores?.loadFile ?? big.loadFile,
       );
       const theirs = profiling(`baseline-${name}`);
       const baseline = await profiled(
@@ -204,7 +212,7 @@ async function main(): Promise<void> {
       const sides = [clubhouse, baseline];
       process.stdout.write(
         [
-          `## ${name}: ${load.path} (load average ${os.loadavg()[0]!.toFixed(2)})`,
+          `## ${name}: ${load.path}, clubhouse on ${STORES} (load average ${os.loadavg()[0]!.toFixed(2)})`,
           '',
           ...sides.map(
             (side) =>
@@ -220,7 +228,33 @@ async function main(): Promise<void> {
     }
   } finally {
     await dovecot.stop();
+    await stores?.stop();
   }
+}
+
+/** PROFILE_STORES=postgres or redis: private servers seeded as the instances case seeds them. */
+async function sharedStores(dir: string) {
+  if (STORES === 'sqlite') return null;
+  if (STORES !== 'postgres' && STORES !== 'redis') throw new Error(`PROFILE_STORES: unknown ${STORES}`);
+  const postgres = await startPostgres({ private: true });
+  const redis = STORES === 'redis' ? await startRedis({ private: true }) : null;
+  const database = await postgres.createDatabase();
+  process.stderr.write(`seeding PostgreSQL${redis === null ? '' : ' and Redis'} …\n`);
+  await seedPostgres(database.url, BIG);
+  const ids = rawSessionIds(BIG.sessions);
+  await seedPostgresSessions(database.url, BIG, ids);
+  if (redis !== null) await seedRedis(redis.url, BIG, ids);
+  const loadFile = path.join(dir, 'load-stores.txt');
+  writeFileSync(loadFile, loadLines(ids, BIG));
+  return {
+    databaseUrl: database.url,
+    settings: redis === null ? undefined : { SESSION_STORE: redis.url },
+    loadFile,
+    stop: async () => {
+      await redis?.stop();
+      await postgres.stop();
+    },
+  };
 }
 
 await main();
