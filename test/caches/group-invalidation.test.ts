@@ -218,6 +218,31 @@ for (const kind of ['sqlite', 'postgres', 'redis-postgres'] as const) {
       assert.deepEqual(await list('bob'), { ids: ['1: Now with clocks.'], from: 'memory' });
       assert.deepEqual(await members(1), ['alice:2', 'bob:1', 'carol:1', 'dave:1']);
     });
+
+    // The search's folded text is no answer's: writing it (the search fills it) drops nothing, where
+    // a change of a column an answer shows, by anyone, drops its group.
+    test('a search filling every group’s folded text drops nothing; a type changed by SQL drops its group', async () => {
+      await warm();
+      const operator = async (sql: string) => {
+        if (kind === 'sqlite') sqliteDb(first.stores).prepare(sql).run();
+        else await pgPool(first.stores).query(sql);
+      };
+      await operator('UPDATE groups SET search_text = NULL');
+      const found = await first.fastify.inject({ url: '/api/groups?q=choir', headers: headers('alice') });
+      assert.equal(found.statusCode, 200, found.body);
+      assert.equal((found.json() as { count: number }).count, 1);
+      for (const username of USERS) assert.equal((await list(username)).from, 'memory', `${username}'s list`);
+      assert.deepEqual(await detail('dave', 2), { status: 1, description: 'About Choir.', from: 'memory' });
+
+      await operator('UPDATE groups SET type = 1 WHERE id = 2');
+      const { body, from } = await read('dave', '/api/group/');
+      assert.equal(from, 'database');
+      assert.deepEqual(
+        (body as { id: number; type: number }[]).map((g) => `${g.id}:${g.type}`),
+        ['1:0', '2:1'],
+      );
+      assert.deepEqual(await list('bob'), { ids: ['1: Now with clocks.'], from: 'memory' });
+    });
   });
 }
 

@@ -226,3 +226,39 @@ export const GROUP_CHANGE_LOG = `
       CREATE TRIGGER users_log_truncate AFTER TRUNCATE ON users
         FOR EACH STATEMENT EXECUTE FUNCTION log_group_tables_truncated();
     `;
+
+/**
+ * Version 14 (as SQLite's): an update of groups logs, and moves the generation for, only the rows
+ * whose answer columns (GROUP_COLUMNS) or external_id (the group sync reads it) changed, and the ids
+ * that went or appeared. The search's fill writes search_text alone: each such write dropped the
+ * group's answers from every process's memory, all of them at the first search after a bulk import.
+ * A statement trigger with transition tables cannot take a column list, so the rows are compared.
+ */
+export const GROUP_ANSWER_COLUMNS = `
+      CREATE OR REPLACE FUNCTION log_groups_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE
+        ids integer[];
+        appeared integer[];
+      BEGIN
+        IF TG_OP = 'INSERT' THEN
+          ids := ARRAY(SELECT id FROM new_rows);
+          appeared := ids;
+        ELSIF TG_OP = 'DELETE' THEN
+          ids := ARRAY(SELECT id FROM old_rows);
+          appeared := '{}';
+        ELSE
+          appeared := ARRAY(SELECT id FROM new_rows EXCEPT SELECT id FROM old_rows);
+          ids := ARRAY(
+            (SELECT id FROM old_rows EXCEPT SELECT id FROM new_rows)
+            UNION (SELECT id FROM new_rows EXCEPT SELECT id FROM old_rows)
+            UNION (SELECT n.id FROM new_rows n JOIN old_rows o ON o.id = n.id
+              WHERE (o.name, o.description, o.short_description, o.activities, o.type, o.external_id)
+                IS DISTINCT FROM (n.name, n.description, n.short_description, n.activities, n.type, n.external_id)));
+        END IF;
+        IF cardinality(ids) > 0 THEN
+          PERFORM log_group_changes(
+            ARRAY(SELECT DISTINCT username FROM memberships WHERE group_id = ANY (appeared)), ids);
+        END IF;
+        RETURN NULL;
+      END $$;
+    `;

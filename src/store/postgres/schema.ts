@@ -15,6 +15,7 @@ import {
   postgresConnection,
 } from './driver.ts';
 import {
+  GROUP_ANSWER_COLUMNS,
   GROUP_CHANGE_LOG,
   GROUP_GENERATION,
   SESSION_CHANGE_LOG,
@@ -241,6 +242,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
     `,
   },
   { version: 13, name: 'group change log', sql: GROUP_CHANGE_LOG },
+  { version: 14, name: 'group changes: the answers’ columns only', sql: GROUP_ANSWER_COLUMNS },
 ];
 
 // Any constant works; it only has to be the same for every clubhouse process on a database.

@@ -15,7 +15,7 @@ import { sqliteDriver } from './driver.ts';
  * writes it, an operator's sqlite3 shell too; they move the generation on the same writes as before
  * (the group sync's mark relies on it: sql/group-sync-mark.ts).
  */
-const GROUP_CHANGE_LOG = (() => {
+const { GROUP_CHANGE_LOG, GROUP_ANSWER_COLUMNS } = (() => {
   /** Logs the rows of `select` (username, group_id, after the generation) under the generation now. */
   const log = (select: string, from = '', where = '') =>
     `INSERT INTO group_changes (generation, username, group_id, at)
@@ -31,7 +31,9 @@ const GROUP_CHANGE_LOG = (() => {
         ${bump}
         ${body}
       END;`;
-  return `
+  const groupUpdated = `${log('NULL, old.id')} ${log('NULL, new.id', '', 'WHERE new.id IS NOT old.id')}
+        ${membersOf('new.id', 'WHERE new.id IS NOT old.id')}`;
+  const changeLog = `
       CREATE TABLE group_changes (
         generation INTEGER NOT NULL,
         username TEXT,
@@ -47,12 +49,7 @@ const GROUP_CHANGE_LOG = (() => {
         DELETE FROM group_changes WHERE generation <= new.generation - ${GROUP_LOG.keptGenerations};
       END;
       ${trigger('groups_insert_generation', 'AFTER INSERT ON groups', `${log('NULL, new.id')} ${membersOf('new.id')}`)}
-      ${trigger(
-        'groups_update_generation',
-        'AFTER UPDATE ON groups',
-        `${log('NULL, old.id')} ${log('NULL, new.id', '', 'WHERE new.id IS NOT old.id')}
-        ${membersOf('new.id', 'WHERE new.id IS NOT old.id')}`,
-      )}
+      ${trigger('groups_update_generation', 'AFTER UPDATE ON groups', groupUpdated)}
       ${trigger('groups_delete_generation', 'AFTER DELETE ON groups', log('NULL, old.id'))}
       ${trigger('memberships_insert_generation', 'AFTER INSERT ON memberships', log('new.username, NULL'))}
       ${trigger(
@@ -68,6 +65,19 @@ const GROUP_CHANGE_LOG = (() => {
       )}
       ${trigger('users_delete_generation', 'AFTER DELETE ON users', log('old.username, NULL'))}
     `;
+  /**
+   * Version 14: an update of a group moves the generation only when it writes a column an answer
+   * or the group sync reads (the answers' GROUP_COLUMNS and external_id: sql/group-sync.ts). The
+   * search's fill writes search_text alone (and the triggers of version 11 clear it): each such
+   * write dropped the group's answers from every process's memory, all of them at the first search
+   * after a bulk import. SQLite fires `UPDATE OF` when a listed column is set, changed or not.
+   */
+  const answerColumns = trigger(
+    'groups_update_generation',
+    'AFTER UPDATE OF id, name, description, short_description, activities, type, external_id ON groups',
+    groupUpdated,
+  );
+  return { GROUP_CHANGE_LOG: changeLog, GROUP_ANSWER_COLUMNS: answerColumns };
 })();
 
 export const SQLITE_MIGRATIONS: readonly Migration[] = [
@@ -370,6 +380,11 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     version: 13,
     name: 'group change log',
     sql: GROUP_CHANGE_LOG,
+  },
+  {
+    version: 14,
+    name: 'group changes: the answers’ columns only',
+    sql: GROUP_ANSWER_COLUMNS,
   },
 ];
 
