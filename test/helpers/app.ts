@@ -84,16 +84,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     };
     const config = loadConfig(env);
     const logs: string[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, callback) {
-        logs.push(
-          ...String(chunk)
-            .split('\n')
-            .filter((line) => line !== ''),
-        );
-        callback();
-      },
-    });
+    const sink = lineSink(logs);
     const clock = {
       now: Date.now(),
       advance(ms: number) {
@@ -208,4 +199,14 @@ export async function loginAs(
   const csrftoken = cookies.get('csrftoken')?.value ?? '';
   recordSecrets(password, sessionid, csrftoken);
   return { response, cookie: `sessionid=${sessionid}; csrftoken=${csrftoken}`, sessionid, csrftoken };
+}
+
+/** A logger's destination that keeps each line it is given (empty ones left out), as `parse` reads it. */
+export function lineSink<T = string>(into: T[], parse: (line: string) => T = (line) => line as T): Writable {
+  return new Writable({
+    write(chunk, _encoding, callback) {
+      for (const line of String(chunk).split('\n')) if (line !== '') into.push(parse(line));
+      callback();
+    },
+  });
 }

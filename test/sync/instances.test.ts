@@ -2,14 +2,13 @@
 // one database run one sync at a time (the store's lease; the CLI contends for it too), and after a
 // sync commits the very next request on any instance answers the new groups and memberships.
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Attribute, Change } from 'ldapts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { type RunningServer, startServer } from '../../src/server.ts';
-import { fakeAuthenticator, loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
+import { fakeAuthenticator, lineSink, loginAs, startTestApp, type TestApp } from '../helpers/app.ts';
 import { type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.ts';
 import { DIRECTORY_USERS, type Slapd, startSlapd, userDn } from '../helpers/slapd.ts';
 import { describeEachStore, type StoreData } from '../helpers/stores.ts';
@@ -44,12 +43,7 @@ describeEachStore('the group sync across instances', (store) => {
           IMAP_SECURITY: 'plain',
           GROUP_SYNC_INTERVAL: '1h',
         });
-        const sink = new Writable({
-          write(chunk, _encoding, callback) {
-            for (const line of String(chunk).split('\n')) if (line !== '') lines.push(JSON.parse(line));
-            callback();
-          },
-        });
+        const sink = lineSink(lines, (line) => JSON.parse(line) as Record<string, unknown>);
         servers.push(await startServer(config, createLogger('info', sink)));
       }
       // Both start their first run at once: one takes the lease, the other is told so at once.

@@ -5,13 +5,13 @@
 // interval logs it and raises clubhouse_group_sync_removals_held instead; `--allow-removals` applies
 // it. A run within the limit (the default: a tenth of the synced groups, rounded up) is not held.
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError, loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startServer } from '../../src/server.ts';
 import type { Stores } from '../../src/store/types.ts';
+import { lineSink } from '../helpers/app.ts';
 import { DIRECTORY_USERS, type Slapd, startSlapd } from '../helpers/slapd.ts';
 import { describeEachStore, type StoreData } from '../helpers/stores.ts';
 import {
@@ -117,12 +117,7 @@ describeEachStore('GROUP_SYNC_MAX_REMOVALS holds a run that would remove too man
   test('the service’s interval logs the held run and raises clubhouse_group_sync_removals_held, writing nothing', async () => {
     const before = await contents(stores);
     const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, callback) {
-        for (const line of String(chunk).split('\n')) if (line !== '') lines.push(JSON.parse(line));
-        callback();
-      },
-    });
+    const sink = lineSink(lines, (line) => JSON.parse(line) as Record<string, unknown>);
     const config = loadConfig({
       ...env,
       LDAP_GROUP_FILTER: MATCHES_NOTHING,

@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -18,6 +17,7 @@ import { NOT_BUILT_DETAIL, registerWebClient, WEB_CSP } from '../../src/http/web
 import { createLogger } from '../../src/logger.ts';
 import { type RunningServer, startServer } from '../../src/server.ts';
 import { openStores } from '../../src/store/open.ts';
+import { lineSink } from '../helpers/app.ts';
 import { launchChromium, watchedPage } from '../helpers/browser.ts';
 import { type Dovecot, startDovecot, testUser } from '../helpers/dovecot.ts';
 
@@ -98,17 +98,7 @@ before(
     } finally {
       await stores.close();
     }
-    const sink = new Writable({
-      write(chunk, _encoding, callback) {
-        serverLogs.push(
-          ...String(chunk)
-            .split('\n')
-            .filter((line) => line !== ''),
-        );
-        callback();
-      },
-    });
-    server = await startServer(config, createLogger(config.logLevel, sink));
+    server = await startServer(config, createLogger(config.logLevel, lineSink(serverLogs)));
     browser = await launchChromium();
     mkdirSync(SCREENSHOTS, { recursive: true });
   },
@@ -288,13 +278,7 @@ describe('web client: serving', () => {
 
   test('without a build, the pages answer 503 naming the fix and a warning is logged', async () => {
     const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, callback) {
-        lines.push(String(chunk));
-        callback();
-      },
-    });
-    const fastify = Fastify({ loggerInstance: createLogger('warn', sink) as FastifyBaseLogger });
+    const fastify = Fastify({ loggerInstance: createLogger('warn', lineSink(lines)) as FastifyBaseLogger });
     const missing = path.join(tmpdir(), 'clubhouse-no-such-web-dist');
     registerWebClient(fastify, { distDir: missing });
     try {
@@ -307,7 +291,7 @@ describe('web client: serving', () => {
       assert.equal((await fastify.inject({ method: 'GET', url: '/assets/app.js' })).statusCode, 404);
       assert.ok(
         lines.some((line) => line.includes('"level":40') && line.includes('npm run build:web')),
-        lines.join(''),
+        lines.join('\n'),
       );
     } finally {
       await fastify.close();

@@ -9,7 +9,6 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
@@ -20,6 +19,7 @@ import { WEB_CSP } from '../../src/http/web.ts';
 import { createLogger } from '../../src/logger.ts';
 import { type RunningServer, startServer } from '../../src/server.ts';
 import { openStores } from '../../src/store/open.ts';
+import { lineSink } from '../helpers/app.ts';
 import { launchChromium, watchedPage } from '../helpers/browser.ts';
 import { type Dovecot, startDovecot, testUser } from '../helpers/dovecot.ts';
 
@@ -128,13 +128,7 @@ before(
     } finally {
       await stores.close();
     }
-    const sink = new Writable({
-      write(chunk, _encoding, callback) {
-        serverLogs.push(...String(chunk).split('\n').filter(Boolean));
-        callback();
-      },
-    });
-    server = await startServer(config, createLogger(config.logLevel, sink));
+    server = await startServer(config, createLogger(config.logLevel, lineSink(serverLogs)));
     browser = await launchChromium();
     mkdirSync(SCREENSHOTS, { recursive: true });
   },

@@ -12,7 +12,6 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
@@ -21,6 +20,7 @@ import { loadConfig } from '../../src/config/config.ts';
 import { applyImport } from '../../src/groups/import.ts';
 import { createLogger } from '../../src/logger.ts';
 import { type RunningServer, startServer } from '../../src/server.ts';
+import { lineSink } from '../helpers/app.ts';
 import { launchChromium, watchedPage } from '../helpers/browser.ts';
 import { type Dovecot, startDovecot, testUser } from '../helpers/dovecot.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -79,17 +79,7 @@ const PAST_RECENT_MS = 11 * 60 * 1000;
 async function startInstance(env: Record<string, string>): Promise<Instance> {
   const config = loadConfig(env);
   const logs: string[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, callback) {
-      logs.push(
-        ...String(chunk)
-          .split('\n')
-          .filter((line) => line !== ''),
-      );
-      callback();
-    },
-  });
-  const server = await startServer(config, createLogger(config.logLevel, sink), { now: clock.now });
+  const server = await startServer(config, createLogger(config.logLevel, lineSink(logs)), { now: clock.now });
   return { server, logs };
 }
 
