@@ -99,6 +99,33 @@ export const SESSION_CHANGE_LOG = `
     `;
 
 /**
+ * The groups' statement trigger function: logs the ids its statement touched (`updated`: how an
+ * UPDATE's are found) and the users with memberships under an id that appeared.
+ */
+const logGroupsChanged = (create: 'CREATE' | 'CREATE OR REPLACE', updated: string) => `
+      ${create} FUNCTION log_groups_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE
+        ids integer[];
+        appeared integer[];
+      BEGIN
+        IF TG_OP = 'INSERT' THEN
+          ids := ARRAY(SELECT id FROM new_rows);
+          appeared := ids;
+        ELSIF TG_OP = 'DELETE' THEN
+          ids := ARRAY(SELECT id FROM old_rows);
+          appeared := '{}';
+        ELSE
+          ${updated}
+          appeared := ARRAY(SELECT id FROM new_rows EXCEPT SELECT id FROM old_rows);
+        END IF;
+        IF cardinality(ids) > 0 THEN
+          PERFORM log_group_changes(
+            ARRAY(SELECT DISTINCT username FROM memberships WHERE group_id = ANY (appeared)), ids);
+        END IF;
+        RETURN NULL;
+      END $$;`;
+
+/**
  * Version 13: the group change log, as SQLite's version 13 (freshness/group-log.ts says what each
  * entry names and why). Statement triggers read what their statement touched from its transition
  * tables (cascades run statements of their own, which log themselves) and log it under one new
@@ -152,27 +179,7 @@ export const GROUP_CHANGE_LOG = `
 
       -- A group that appears under an id (inserted, or an id changed) also names the users with
       -- memberships there: with foreign keys they have none, but the cost is one index probe.
-      CREATE FUNCTION log_groups_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-      DECLARE
-        ids integer[];
-        appeared integer[];
-      BEGIN
-        IF TG_OP = 'INSERT' THEN
-          ids := ARRAY(SELECT id FROM new_rows);
-          appeared := ids;
-        ELSIF TG_OP = 'DELETE' THEN
-          ids := ARRAY(SELECT id FROM old_rows);
-          appeared := '{}';
-        ELSE
-          ids := ARRAY(SELECT id FROM old_rows UNION SELECT id FROM new_rows);
-          appeared := ARRAY(SELECT id FROM new_rows EXCEPT SELECT id FROM old_rows);
-        END IF;
-        IF cardinality(ids) > 0 THEN
-          PERFORM log_group_changes(
-            ARRAY(SELECT DISTINCT username FROM memberships WHERE group_id = ANY (appeared)), ids);
-        END IF;
-        RETURN NULL;
-      END $$;
+${logGroupsChanged('CREATE', 'ids := ARRAY(SELECT id FROM old_rows UNION SELECT id FROM new_rows);')}
 
       CREATE FUNCTION log_users_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
@@ -234,31 +241,12 @@ export const GROUP_CHANGE_LOG = `
  * group's answers from every process's memory, all of them at the first search after a bulk import.
  * A statement trigger with transition tables cannot take a column list, so the rows are compared.
  */
-export const GROUP_ANSWER_COLUMNS = `
-      CREATE OR REPLACE FUNCTION log_groups_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-      DECLARE
-        ids integer[];
-        appeared integer[];
-      BEGIN
-        IF TG_OP = 'INSERT' THEN
-          ids := ARRAY(SELECT id FROM new_rows);
-          appeared := ids;
-        ELSIF TG_OP = 'DELETE' THEN
-          ids := ARRAY(SELECT id FROM old_rows);
-          appeared := '{}';
-        ELSE
-          appeared := ARRAY(SELECT id FROM new_rows EXCEPT SELECT id FROM old_rows);
-          ids := ARRAY(
+export const GROUP_ANSWER_COLUMNS = logGroupsChanged(
+  'CREATE OR REPLACE',
+  `ids := ARRAY(
             (SELECT id FROM old_rows EXCEPT SELECT id FROM new_rows)
             UNION (SELECT id FROM new_rows EXCEPT SELECT id FROM old_rows)
             UNION (SELECT n.id FROM new_rows n JOIN old_rows o ON o.id = n.id
               WHERE (o.name, o.description, o.short_description, o.activities, o.type, o.external_id)
-                IS DISTINCT FROM (n.name, n.description, n.short_description, n.activities, n.type, n.external_id)));
-        END IF;
-        IF cardinality(ids) > 0 THEN
-          PERFORM log_group_changes(
-            ARRAY(SELECT DISTINCT username FROM memberships WHERE group_id = ANY (appeared)), ids);
-        END IF;
-        RETURN NULL;
-      END $$;
-    `;
+                IS DISTINCT FROM (n.name, n.description, n.short_description, n.activities, n.type, n.external_id)));`,
+);
