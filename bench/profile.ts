@@ -20,8 +20,8 @@ import { startPostgres } from '../test/helpers/postgres.ts';
 import { startRedis } from '../test/helpers/redis.ts';
 import { recordAnswers } from './machinery/answers.ts';
 import { BIG } from './machinery/options.ts';
-import { loadLines, rawSessionIds, seedDatabase } from './machinery/seed.ts';
-import { seedPostgres, seedPostgresSessions, seedRedis } from './machinery/seed-stores.ts';
+import { seedDatabase } from './machinery/seed.ts';
+import { seedSharedStores } from './machinery/seed-stores.ts';
 import { type Server, startBaseline, startClubhouse } from './machinery/servers.ts';
 import { runWrk, WRK_BIN } from './machinery/wrk.ts';
 
@@ -240,12 +240,8 @@ async function sharedStores(dir: string) {
   const redis = STORES === 'redis' ? await startRedis({ private: true }) : null;
   const database = await postgres.createDatabase();
   process.stderr.write(`seeding PostgreSQL${redis === null ? '' : ' and Redis'} …\n`);
-  await seedPostgres(database.url, BIG);
-  const ids = rawSessionIds(BIG.sessions);
-  await seedPostgresSessions(database.url, BIG, ids);
-  if (redis !== null) await seedRedis(redis.url, BIG, ids);
   const loadFile = path.join(dir, 'load-stores.txt');
-  writeFileSync(loadFile, loadLines(ids, BIG));
+  writeFileSync(loadFile, await seedSharedStores(database.url, redis?.url ?? null, BIG));
   return {
     databaseUrl: database.url,
     settings: redis === null ? undefined : { SESSION_STORE: redis.url },

@@ -13,8 +13,8 @@ import { type Contender, median } from '../machinery/compare.ts';
 import { type BenchContext, contest } from '../machinery/contest.ts';
 import { sanityCheck, wrkLoad } from '../machinery/measures.ts';
 import { childWith, cpuSecondsOfTree, memoryOf } from '../machinery/procs.ts';
-import { loadLines, rawSessionIds, type SeedPlan } from '../machinery/seed.ts';
-import { seedPostgres, seedPostgresSessions, seedRedis } from '../machinery/seed-stores.ts';
+import type { SeedPlan } from '../machinery/seed.ts';
+import { seedSharedStores } from '../machinery/seed-stores.ts';
 import { type Server, startBaseline, startClubhouse } from '../machinery/servers.ts';
 import { storeCounters } from '../machinery/store-counters.ts';
 import { type CaseResult, caseRow, memoryVerdict } from '../report/case-rows.ts';
@@ -102,12 +102,8 @@ export async function instancesCase(context: BenchContext, plan: SeedPlan): Prom
     log(
       'PostgreSQL + Redis: seeding 100 000 groups and 1 000 000 sessions into PostgreSQL, the same sessions into Redis …',
     );
-    await seedPostgres(database.url, plan);
-    const ids = rawSessionIds(plan.sessions);
-    await seedPostgresSessions(database.url, plan, ids);
-    await seedRedis(redis.url, plan, ids);
     const loadFile = path.join(context.dir, 'load-stores-10k.txt');
-    writeFileSync(loadFile, loadLines(ids, plan));
+    writeFileSync(loadFile, await seedSharedStores(database.url, redis.url, plan));
     const seeded = (performance.now() - started) / 1000;
     const stores = [
       childWith(process.pid, ['postgres', `-p ${new URL(postgres.adminUrl).port}`]),

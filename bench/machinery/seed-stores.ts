@@ -10,7 +10,17 @@ import { loadConfig } from '../../src/config/config.ts';
 import { applyImport } from '../../src/groups/import.ts';
 import { openStores } from '../../src/store/open.ts';
 import { keys } from '../../src/store/redis/scripts.ts';
-import { groupOf, groupsOf, type SeedPlan, sessionId, sessionTimes, statusOf, username } from './seed.ts';
+import {
+  groupOf,
+  groupsOf,
+  loadLines,
+  rawSessionIds,
+  type SeedPlan,
+  sessionId,
+  sessionTimes,
+  statusOf,
+  username,
+} from './seed.ts';
 
 const BATCH = 10_000;
 // One call per batch of sessions: HSET and PEXPIREAT run inside Redis, not as 2 000 000 client
@@ -24,7 +34,7 @@ const WRITE_SESSIONS = `
   return 0`;
 
 /** Imports `plan`'s groups, users and memberships into the (empty) PostgreSQL database `url`. */
-export async function seedPostgres(url: string, plan: SeedPlan): Promise<void> {
+async function seedPostgres(url: string, plan: SeedPlan): Promise<void> {
   const stores = await openStores(loadConfig({ DATABASE_URL: url }).store);
   try {
     const groups = Array.from({ length: plan.groups }, (_, i) => groupOf(i + 1));
@@ -52,7 +62,7 @@ async function run(pipeline: ReturnType<Redis['pipeline']>): Promise<void> {
  * `url`, whose users seedPostgres made, as the session store's create would (no client address or
  * agent), then has PostgreSQL analyze the table.
  */
-export async function seedPostgresSessions(url: string, plan: SeedPlan, ids: Buffer): Promise<void> {
+async function seedPostgresSessions(url: string, plan: SeedPlan, ids: Buffer): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -86,7 +96,7 @@ export async function seedPostgresSessions(url: string, plan: SeedPlan, ids: Buf
  * the default key prefix, as the session store's create would (hash with PEXPIREAT at its expiry,
  * the user's and the global expiry sorted sets).
  */
-export async function seedRedis(url: string, plan: SeedPlan, ids: Buffer): Promise<void> {
+async function seedRedis(url: string, plan: SeedPlan, ids: Buffer): Promise<void> {
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 });
   await client.connect();
   try {
@@ -125,4 +135,20 @@ export async function seedRedis(url: string, plan: SeedPlan, ids: Buffer): Promi
   } finally {
     client.disconnect();
   }
+}
+
+/**
+ * The shared stores as the instances case loads them: `plan` in the PostgreSQL database
+ * `databaseUrl`, its sessions there and (with `redisUrl`) in Redis too. Returns the load file's text.
+ */
+export async function seedSharedStores(
+  databaseUrl: string,
+  redisUrl: string | null,
+  plan: SeedPlan,
+): Promise<string> {
+  await seedPostgres(databaseUrl, plan);
+  const ids = rawSessionIds(plan.sessions);
+  await seedPostgresSessions(databaseUrl, plan, ids);
+  if (redisUrl !== null) await seedRedis(redisUrl, plan, ids);
+  return loadLines(ids, plan);
 }

@@ -394,13 +394,11 @@ export class GroupMemory {
       const kept = this.#groups.get(ids[i]!);
       if (kept === undefined) return;
       const length = kept.end - kept.start;
-      if (kept.chunk !== bytes) {
-        if (bytes.compare(kept.chunk, kept.start, kept.end, at, at + length) !== 0) return;
-        kept.chunk = bytes;
-        kept.start = at;
-        kept.end = at + length;
-        kept.inList = true;
-      }
+      if (bytes.compare(kept.chunk, kept.start, kept.end, at, at + length) !== 0) return;
+      kept.chunk = bytes;
+      kept.start = at;
+      kept.end = at + length;
+      kept.inList = true;
       at += length + 1;
     }
   }
