@@ -12,6 +12,7 @@ import path from 'node:path';
 import { ensureDebianPackage } from '../test/helpers/apt.ts';
 import { removeNow, removeOnExit } from '../test/helpers/child.ts';
 import { type Dovecot, startDovecot } from '../test/helpers/dovecot.ts';
+import { npmStart } from '../test/helpers/npm-start.ts';
 import { checkCases, groupCases, searchCase, sizeCase } from './cases/http.ts';
 import { instancesCase } from './cases/instances.ts';
 import { ldapLoginCase } from './cases/ldap.ts';
@@ -38,7 +39,7 @@ import {
 } from './machinery/options.ts';
 import { memoryOf } from './machinery/procs.ts';
 import { seedDatabase } from './machinery/seed.ts';
-import { type Server, startBaseline, startClubhouse, startEnvironment } from './machinery/servers.ts';
+import { type Server, startBaseline, startClubhouse } from './machinery/servers.ts';
 import { WRK_BIN } from './machinery/wrk.ts';
 import { type CaseResult, memoryVerdict } from './report/case-rows.ts';
 import { renderChart } from './report/chart.ts';
@@ -198,7 +199,7 @@ async function main(cleanup: Cleanup): Promise<{ report: string; chart: string }
         'precomputed, chosen by path alone (bench/machinery/baseline.ts); WORKERS=2: the same with 2 node:cluster workers; ' +
         'two instances: two such processes',
       `npm start's environment, given to every clubhouse started: ${
-        Object.entries(startEnvironment())
+        Object.entries(npmStart().environment)
           .map(([name, value]) => `\`${name}=${value}\``)
           .join(', ') || 'none'
       }`,

@@ -9,6 +9,7 @@ import { SETTINGS } from '../../src/config/settings.ts';
 import type { ManagedChild } from '../../test/helpers/child.ts';
 import { spawnManaged } from '../../test/helpers/child.ts';
 import type { Dovecot } from '../../test/helpers/dovecot.ts';
+import { npmStart } from '../../test/helpers/npm-start.ts';
 import { canConnect, freePort } from '../../test/helpers/ports.ts';
 import { mountsFor, startContainer, TARGET } from './container.ts';
 import { childrenOf } from './procs.ts';
@@ -81,34 +82,13 @@ interface StartOptions {
   readonly dir: string;
 }
 
-/** `npm start`'s command line (package.json): `NAME=VALUE … exec node FLAGS… src/main.ts`. */
-function startWords(): string[] {
-  const scripts = (
-    JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
-      scripts: Record<string, string>;
-    }
-  ).scripts;
-  return (scripts['start'] ?? '').split(/\s+/);
-}
-
 /**
  * The node flags of `npm start`, so that the benchmark runs the service as users do (e.g. its
  * young-generation size) without going through npm.
  */
 function startFlags(): string[] {
-  const words = startWords();
-  const flags = words.slice(words.indexOf('node') + 1, words.indexOf('src/main.ts'));
-  return flags.filter((flag) => flag.startsWith('--') && flag !== '--disable-warning=ExperimentalWarning');
-}
-
-/** The variables `npm start` sets before `exec node` (e.g. MALLOC_ARENA_MAX): users' processes have them. */
-export function startEnvironment(): Record<string, string> {
-  const words = startWords();
-  return Object.fromEntries(
-    words.slice(0, Math.max(0, words.indexOf('exec'))).map((word) => {
-      const at = word.indexOf('=');
-      return [word.slice(0, at), word.slice(at + 1)];
-    }),
+  return npmStart().flags.filter(
+    (flag) => flag.startsWith('--') && flag !== '--disable-warning=ExperimentalWarning',
   );
 }
 
@@ -197,7 +177,8 @@ export async function startClubhouse(options: ClubhouseOptions): Promise<Server>
     label: options.label,
     args: [...startFlags(), ...(options.nodeArgs ?? []), path.join(ROOT, 'src', 'main.ts')],
     settings,
-    environment: startEnvironment(),
+    // npm start's variables (e.g. MALLOC_ARENA_MAX): users' processes have them.
+    environment: npmStart().environment,
     port,
     workers: Number(extra['WORKERS'] ?? '1'),
     dir: options.dir,

@@ -10,6 +10,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { DEMO_USERS, type Dovecot, startDovecot } from '../helpers/dovecot.ts';
+import { npmStart } from '../helpers/npm-start.ts';
 import { freePort } from '../helpers/ports.ts';
 import { buildClubhouseImage, CLUBHOUSE_IMAGE } from './build.ts';
 import { http, login, waitFor } from './http.ts';
@@ -21,26 +22,6 @@ const VERSION = (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8'
 const MB = 1000 * 1000;
 /** A bound on the median start to /readyz 200 that a loaded 2-core machine keeps (see its test). */
 const START_BOUND_MS = 15_000;
-
-/** The variables `npm start` sets before `exec node` (package.json). */
-function startEnvironment(): Record<string, string> {
-  const start = (
-    JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { scripts: { start: string } }
-  ).scripts.start;
-  const words = start.split(' ');
-  return Object.fromEntries(words.slice(0, words.indexOf('exec')).map((word) => word.split('=', 2)));
-}
-
-/** The node flags of `npm start` (package.json). */
-function startFlags(): string[] {
-  const start = (
-    JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { scripts: { start: string } }
-  ).scripts.start;
-  const words = start.split(' ');
-  const exec = words.indexOf('exec');
-  assert.deepEqual([words[exec], words[exec + 1], words.at(-1)], ['exec', 'node', 'src/main.ts']);
-  return words.slice(exec + 2, -1);
-}
 
 describe('the clubhouse image', { concurrency: false }, () => {
   let podman: Podman;
@@ -91,14 +72,11 @@ describe('the clubhouse image', { concurrency: false }, () => {
     assert.equal(image.Config.StopSignal, 'SIGTERM');
     assert.deepEqual(Object.keys(image.Config.Volumes), ['/data']);
     assert.match(image.Healthcheck?.Test.join(' ') ?? '', /\/healthz/);
-    // npm start's node flags, on node itself (PID 1, so it gets the stop signal).
-    const start = /exec (node .*)$/.exec(
-      (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { scripts: { start: string } })
-        .scripts.start,
-    )![1]!;
-    assert.equal(image.Config.Cmd.join(' '), start);
+    // npm start's node flags, on node itself (PID 1, so it gets the stop signal),
+    const { environment, flags } = npmStart();
+    assert.equal(image.Config.Cmd.join(' '), ['node', ...flags, 'src/main.ts'].join(' '));
     // and its variables, in the image's environment.
-    for (const [name, value] of Object.entries(startEnvironment()))
+    for (const [name, value] of Object.entries(environment))
       assert.ok(
         image.Config.Env.includes(`${name}=${value}`),
         `${name}=${value} in ${image.Config.Env.join(' ')}`,
@@ -235,7 +213,7 @@ describe('the clubhouse image', { concurrency: false }, () => {
     // Figures for docs/deploy.md (which states them with the load they were measured at), bounded
     // only loosely: a shared machine's load moves them several-fold. Each start is of a service whose
     // database is already migrated, as after a restart.
-    const flags = startFlags();
+    const { environment, flags } = npmStart();
     const hostPort = await freePort();
     const hostDir = mkdtempSync(path.join(tmpdir(), 'clubhouse-start-'));
     const hostEnv = {
@@ -259,7 +237,7 @@ describe('the clubhouse image', { concurrency: false }, () => {
         started = performance.now();
         const child = spawn(process.execPath, [...flags, 'src/main.ts'], {
           cwd: REPO,
-          env: { ...startEnvironment(), ...hostEnv },
+          env: { ...environment, ...hostEnv },
           stdio: 'ignore',
         });
         const exited = new Promise((resolve) => child.on('exit', resolve));

@@ -25,6 +25,7 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { ensureDebianPackage } from '../helpers/apt.ts';
 import { DEMO_USERS, type Dovecot, startDovecot } from '../helpers/dovecot.ts';
+import { npmStart } from '../helpers/npm-start.ts';
 import { freePort } from '../helpers/ports.ts';
 import { http, login, waitFor } from './http.ts';
 
@@ -125,21 +126,15 @@ describe('the systemd unit', { concurrency: false }, () => {
     assert.deepEqual(settings.get('NoNewPrivileges'), ['yes']);
     assert.deepEqual(settings.get('EnvironmentFile'), ['/etc/clubhouse/clubhouse.env']);
     // npm start's variables (before `exec node`), under the operator's file.
-    const variables = /^(.*?) ?exec node /.exec(
-      (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { scripts: { start: string } })
-        .scripts.start,
-    )![1]!;
-    assert.deepEqual(settings.get('Environment'), variables === '' ? undefined : variables.split(' '));
+    const { environment, flags } = npmStart();
+    const variables = Object.entries(environment).map(([name, value]) => `${name}=${value}`);
+    assert.deepEqual(settings.get('Environment'), variables.length === 0 ? undefined : variables);
     assert.deepEqual(settings.get('KillSignal'), ['SIGTERM']);
     assert.equal(settings.get('ExecReload'), undefined);
     // npm start's node flags.
-    const start = /exec node (.*) src\/main\.ts$/.exec(
-      (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { scripts: { start: string } })
-        .scripts.start,
-    )![1]!;
     assert.equal(
       settings.get('ExecStart')![0],
-      `${INSTALL_DIR}/node_modules/node/bin/node ${start} ${INSTALL_DIR}/src/main.ts`,
+      `${INSTALL_DIR}/node_modules/node/bin/node ${flags.join(' ')} ${INSTALL_DIR}/src/main.ts`,
     );
   });
 
