@@ -329,6 +329,16 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal(await bobsListFromDatabase(), false, 'from there on the log is whole again');
     });
 
+    test('the entry where the reader stands is not the one it read (a restore that logged as many again): everything is dropped', async () => {
+      assert.equal(await bobsListFromDatabase(), false);
+      // The newest generation's entries replaced: the generation unchanged, its mark (least `at`) not.
+      await sql(
+        'UPDATE group_changes SET at = at - 1 WHERE generation = (SELECT value FROM group_generation)',
+      );
+      assert.equal(await bobsListFromDatabase(), true);
+      assert.equal(await bobsListFromDatabase(), false);
+    });
+
     test('a generation gone backwards: everything is dropped', async () => {
       await sql('UPDATE group_generation SET value = value - 2');
       assert.equal(await bobsListFromDatabase(), true);

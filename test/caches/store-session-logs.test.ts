@@ -92,6 +92,22 @@ for (const kind of ['postgres', 'redis-postgres'] as const) {
       assert.equal(await fromMemory('z1'), undefined);
     });
 
+    test('the entry where the reader stands is not the one it read (a restore that logged as many again): it forgets everything', async () => {
+      await start('w1');
+      await start('w2');
+      await keep('w1');
+      await keep('w2');
+      await writer.sessions.delete(idOf('w1'));
+      assert.equal(await fromMemory('w1'), undefined);
+      assert.equal(await fromMemory('w2'), 'alice', 'the reader stands at the deletion of w1');
+      // The log's newest entry, where the reader stands, replaced: its seq unchanged, its mark not.
+      if (kind === 'postgres')
+        await sql(`UPDATE session_deletions SET id_hash = decode(repeat('00', 32), 'hex')
+          WHERE seq = (SELECT seq FROM session_log_head)`);
+      else await redis().lset(`${data.env['REDIS_KEY_PREFIX']}session-log`, -1, '0'.repeat(64));
+      assert.equal(await fromMemory('w2'), undefined);
+    });
+
     test('the cap of contract §9 and a revoke are logged like a logout', async () => {
       await writer.sessions.revokeUser('alice');
       await start('c0');

@@ -26,14 +26,16 @@ const USER_GROUPS = `SELECT gg.value AS generation, u.* FROM group_generation gg
 const GROUP_BY_ID = `SELECT gg.value AS generation, ${GROUP_COLUMNS} FROM group_generation gg
   LEFT JOIN groups g ON g.id = $1`;
 
+/** The group change log's head: the generation, and the mark at $n (catch-up.ts). */
+const headColumns = (n: number) => `(SELECT value FROM group_generation) AS group_generation,
+    (SELECT min(at)::text FROM group_changes WHERE generation = $${n}) AS group_log_mark_at`;
 /**
  * The group change log's head, marks and rows after $n up to the head (none while $n < 0; rows
  * beyond the head are left by a generation gone backwards), in the catch-up's snapshot; the rows as
  * a JSON array of [generation, username, group_id], generation ascending.
  */
-const logColumns = (n: number) => `(SELECT value FROM group_generation) AS group_generation,
+const logColumns = (n: number) => `${headColumns(n)},
     (SELECT min(generation) FROM group_changes) AS group_log_first,
-    (SELECT min(at)::text FROM group_changes WHERE generation = $${n}) AS group_log_mark_at,
     (SELECT min(at)::text FROM group_changes
       WHERE generation = (SELECT value FROM group_generation)) AS group_log_last_mark,
     (SELECT json_agg(json_build_array(c.generation, c.username, c.group_id) ORDER BY c.generation)
@@ -59,19 +61,28 @@ export function postgresGroupMemory(
   /** The position the statement in flight reads after (a fill may start the reader meanwhile). */
   let asked = -1;
   catchUp.add({
-    columns: logColumns,
+    head: headColumns,
+    page: logColumns,
     values: () => {
       asked = reader.seq;
       return [asked];
     },
-    apply: (row) => {
+    still: (row) => asked >= 0 && Number(row['group_generation']) === asked,
+    apply: (row, whole) => {
+      const generation = Number(row['group_generation']);
+      const markAt = textOrNull(row['group_log_mark_at']);
+      if (!whole) {
+        // The generation where the reader stands: no entry after it, and the newest is the one at it.
+        reader.apply(groupLogPage(asked, { generation, first: null, markAt, lastMark: markAt }, []));
+        return;
+      }
       const rows = ((row['group_log_rows'] ?? []) as [number, string | null, number | null][]).map(
         ([generation, username, group]): GroupChange => ({ generation, username, group }),
       );
       const head = {
-        generation: Number(row['group_generation']),
+        generation,
         first: row['group_log_first'] === null ? null : Number(row['group_log_first']),
-        markAt: textOrNull(row['group_log_mark_at']),
+        markAt,
         lastMark: textOrNull(row['group_log_last_mark']),
       };
       reader.apply(groupLogPage(asked, head, rows));

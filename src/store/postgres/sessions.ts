@@ -21,14 +21,16 @@ import { query } from './driver.ts';
 /** How long log entries are kept: an instance idle for longer empties its memory at its next catch-up. */
 const DELETION_LOG_RETENTION_MS = 10 * 60 * 1000;
 
+/** The deletion log's head: its seq and epoch, and the mark at $n (catch-up.ts). */
+const headColumns = (n: number) => `(SELECT seq FROM session_log_head) AS log_seq,
+    (SELECT epoch::text FROM session_log_head) AS log_epoch,
+    (SELECT id_hash FROM session_deletions WHERE seq = $${n} ORDER BY id_hash LIMIT 1) AS log_mark_at`;
 /**
  * The page after $n (no hashes when $n < 0), in the catch-up's snapshot: the head, the oldest entry
  * kept, the marks (one hash of an entry: the least) at $n and at the head, and the hashes after $n.
  */
-const pageColumns = (n: number) => `(SELECT seq FROM session_log_head) AS log_seq,
-    (SELECT epoch::text FROM session_log_head) AS log_epoch,
+const pageColumns = (n: number) => `${headColumns(n)},
     (SELECT min(seq) FROM session_deletions) AS log_first,
-    (SELECT id_hash FROM session_deletions WHERE seq = $${n} ORDER BY id_hash LIMIT 1) AS log_mark_at,
     (SELECT d.id_hash FROM session_deletions d WHERE d.seq = (SELECT seq FROM session_log_head)
       ORDER BY d.id_hash LIMIT 1) AS log_last_mark,
     (SELECT coalesce(array_agg(d.id_hash ORDER BY d.seq), '{}') FROM session_deletions d
@@ -54,18 +56,38 @@ export function postgresSessionMemory(
   const steps = sessionSteps(POSTGRES_DIALECT);
   const memory = new SessionMemory(window, capacity);
   const reader = memory.log;
+  /** The position the statement in flight reads after. */
+  let asked = -1;
   catchUp.add({
-    columns: pageColumns,
-    values: () => [reader.seq],
-    apply: (row) => {
-      const page: LogPage<string> = {
-        epoch: String(row['log_epoch']),
-        seq: Number(row['log_seq']),
-        first: row['log_first'] === null ? null : Number(row['log_first']),
-        markAtPosition: hexOrNull(row['log_mark_at']),
-        lastMark: hexOrNull(row['log_last_mark']),
-        entries: (row['log_hashes'] as Buffer[]).map((hash) => hash.toString('hex')),
-      };
+    head: headColumns,
+    page: pageColumns,
+    values: () => {
+      asked = reader.seq;
+      return [asked];
+    },
+    still: (row) => asked >= 0 && Number(row['log_seq']) === asked,
+    apply: (row, whole) => {
+      const markAt = hexOrNull(row['log_mark_at']);
+      const page: LogPage<string> = whole
+        ? {
+            epoch: String(row['log_epoch']),
+            seq: Number(row['log_seq']),
+            first: row['log_first'] === null ? null : Number(row['log_first']),
+            markAtPosition: markAt,
+            lastMark: hexOrNull(row['log_last_mark']),
+            entries: (row['log_hashes'] as Buffer[]).map((hash) => hash.toString('hex')),
+          }
+        : // The seq where the reader stands: no entry after it, and the newest is the one at it (a
+          // new epoch, a TRUNCATE, still empties memory: change-log.ts).
+          {
+            epoch: String(row['log_epoch']),
+            seq: asked,
+            first: null,
+            markAtPosition: markAt,
+            lastMark: markAt,
+            entries: [],
+            after: asked,
+          };
       reader.apply(page);
     },
   });

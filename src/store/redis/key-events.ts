@@ -202,7 +202,15 @@ export class SessionKeyEvents {
     if (subscriber === null || this.#closed) return;
     try {
       await ensureKeyEvents(this.#main);
-      await inTime(subscriber.psubscribe(`${globLiteral(this.#channelPrefix + this.#sessionPrefix)}*`));
+      // Session keys (64 hex digits) and this instance's own barriers only: another instance's
+      // barrier events would cost Redis a message and this process a read for each of its catch-ups.
+      // One command: both patterns hold before the barrier below can be heard.
+      await inTime(
+        subscriber.psubscribe(
+          `${globLiteral(this.#channelPrefix + this.#sessionPrefix)}[0-9a-f]*`,
+          `${globLiteral(this.#channelPrefix + this.#barrierPrefix)}*`,
+        ),
+      );
       const key = `${this.#barrierPrefix}arm`;
       const arrived = new Promise<void>((resolve, reject) => {
         const deadline = deadlineAfterPoll(BARRIER_TIMEOUT_MS, () => reject(new Error('no event')));
@@ -214,7 +222,7 @@ export class SessionKeyEvents {
       });
       // Awaited below; if the write fails first, its timeout must not surface as unhandled.
       arrived.catch(() => {});
-      await inTime(this.#main.multi().set(key, '1', 'PX', 60000).del(key).exec());
+      await inTime(this.#main.multi().set(key, '1').del(key).exec());
       await arrived;
     } catch {
       this.#awaited.delete(`${this.#barrierPrefix}arm`);

@@ -52,7 +52,9 @@ export const SESSION_LOG_SCRIPTS = {
   // no entry), the mark at the seq read ('' when not kept), the mark of the newest entry, the entries
   // after the seq read (none when some of them are gone: the reader then sees `first` past them)}. A
   // mark is an entry's first hash. Last, it writes and deletes the barrier key, whose "del" event
-  // tells the instance that every key event before this script has reached it (key-events.ts).
+  // tells the instance that every key event before this script has reached it (key-events.ts). The
+  // SET has no expiry: with one it would publish an "expire" event too (class g), which nobody
+  // needs, and the DEL after it in the same script always runs.
   sessionLogPage: {
     keys: 3,
     lua: `${LOG_DELETIONS}
@@ -69,7 +71,7 @@ export const SESSION_LOG_SCRIPTS = {
       if seen >= 0 and seen < seq and seq - seen <= kept then
         for _, entry in ipairs(redis.call('LRANGE', KEYS[2], seen - seq, -1)) do reply[#reply + 1] = entry end
       end
-      redis.call('SET', KEYS[3], '1', 'PX', 60000)
+      redis.call('SET', KEYS[3], '1')
       redis.call('DEL', KEYS[3])
       return reply`,
   },
