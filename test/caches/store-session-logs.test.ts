@@ -108,6 +108,24 @@ for (const kind of ['postgres', 'redis-postgres'] as const) {
       assert.equal(await fromMemory('w2'), undefined);
     });
 
+    test('a sighting is not a change: the session stays in every memory, and goes with the session', async () => {
+      await start('s1');
+      await keep('s1');
+      const seenAt = Date.now();
+      await writer.sessions.touch([{ idHash: idOf('s1'), at: seenAt }]);
+      assert.equal(await fromMemory('s1'), 'alice', 'still answered from memory');
+      const listed = (await writer.sessions.list('alice', Date.now())).find((s) =>
+        s.idHash.equals(idOf('s1')),
+      );
+      assert.equal(listed?.lastSeen, seenAt);
+      await writer.sessions.delete(idOf('s1'));
+      assert.equal(await fromMemory('s1'), undefined);
+      if (kind === 'redis-postgres') {
+        const seenKey = `${data.env['REDIS_KEY_PREFIX']}session-seen:${idOf('s1').toString('hex')}`;
+        assert.equal(await redis().exists(seenKey), 0, 'its last sighting is deleted with it');
+      }
+    });
+
     test('the cap of contract §9 and a revoke are logged like a logout', async () => {
       await writer.sessions.revokeUser('alice');
       await start('c0');

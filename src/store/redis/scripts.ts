@@ -2,7 +2,12 @@
 // configurable prefix P (REDIS_KEY_PREFIX):
 //
 //   P session:<sha256 hex>          hash {username, created_at, expires_at, and when known client_ip,
-//                                   user_agent, last_seen, method, passkey}, PEXPIRE to its expiry
+//                                   user_agent, method, passkey}, PEXPIRE to its expiry
+//   P session-seen:<sha256 hex>     string: when the session was last seen (ms), PEXPIRE to the
+//                                   session's; apart from the session's hash because every instance
+//                                   forgets a session whose key changes (key-events.ts), and a
+//                                   sighting changes no answer (a hash written before this key existed
+//                                   may still hold a last_seen field, read when the key is absent)
 //   P user-sessions:<username>      sorted set: session hex → expires_at (revokeUser, countUser)
 //   P session-expiry                sorted set: session hex → expires_at, every session
 //                                   (countActive: ZCOUNT, O(log N); purgeExpired: a range, O(log N + M))
@@ -33,6 +38,8 @@ export function keys(prefix: string) {
     pending: (key: string) => `${prefix}throttle-pending:${key}`,
     knownClients: (username: string) => `${prefix}known-clients:${username}`,
     flow: (idHex: string) => `${prefix}oidc-flow:${idHex}`,
+    seen: (idHex: string) => `${prefix}session-seen:${idHex}`,
+    seenPrefix: `${prefix}session-seen:`,
     logState: `${prefix}session-log-state`,
     log: `${prefix}session-log`,
   };
@@ -49,7 +56,7 @@ interface RedisScript {
 const SCRIPTS = {
   // KEYS: session, user-sessions:<user>, session-expiry, session-log-state, session-log. ARGV: id hex, username, created_at,
   // expires_at, ttl ms, keep, session prefix, client ip ('' unknown), user agent ('' unknown), sign-in
-  // method ('' unknown), passkey handle ('' none). The
+  // method ('' unknown), passkey handle ('' none), session-seen prefix. The
   // user's set drops members already expired and lives as long as its longest session; then the
   // user's oldest live sessions beyond `keep` end, in the same step (contract §9). Returns how many.
   create: {
@@ -78,11 +85,12 @@ const SCRIPTS = {
           end
         end
       end
-      log_deletions(KEYS[4], KEYS[5], ended)
+      log_deletions(KEYS[4], KEYS[5], ended, ARGV[12])
       return #ended`,
   },
-  // KEYS: user-sessions:<user>. ARGV: now, session prefix. The user's live sessions, flat: id hex,
-  // created_at, expires_at, last_seen, client ip, user agent, method, passkey ('' for unknown) for each.
+  // KEYS: user-sessions:<user>. ARGV: now, session prefix, session-seen prefix. The user's live
+  // sessions, flat: id hex, created_at, expires_at, last_seen, client ip, user agent, method, passkey
+  // ('' for unknown) for each.
   list: {
     keys: 1,
     lua: `
@@ -90,23 +98,27 @@ const SCRIPTS = {
       for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf')) do
         local f = redis.call('HMGET', ARGV[2] .. id, 'created_at', 'expires_at', 'last_seen', 'client_ip', 'user_agent', 'method', 'passkey')
         if f[1] then
+          f[3] = redis.call('GET', ARGV[3] .. id) or f[3]
           out[#out + 1] = id
           for i = 1, 7 do out[#out + 1] = f[i] or '' end
         end
       end
       return out`,
   },
-  // KEYS: session. ARGV: time seen. last_seen only moves forward; a deleted session is not recreated.
+  // KEYS: session, session-seen:<id>. ARGV: time seen. last_seen only moves forward; it lives as
+  // long as the session, and a deleted session gets none. The session's own key is not written.
   touch: {
-    keys: 1,
+    keys: 2,
     lua: `
-      if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-      local seen = tonumber(redis.call('HGET', KEYS[1], 'last_seen') or '0')
-      if tonumber(ARGV[1]) > seen then redis.call('HSET', KEYS[1], 'last_seen', ARGV[1]) end
+      local ttl = redis.call('PTTL', KEYS[1])
+      if ttl == -2 then return 0 end
+      local seen = tonumber(redis.call('GET', KEYS[2]) or '0')
+      if tonumber(ARGV[1]) <= seen then return 1 end
+      if ttl > 0 then redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl) else redis.call('SET', KEYS[2], ARGV[1]) end
       return 1`,
   },
   // KEYS: session, session-expiry, session-log-state, session-log. ARGV: id hex, user-sessions
-  // prefix. 1 when the session was there.
+  // prefix, session-seen prefix. 1 when the session was there.
   delete: {
     keys: 4,
     lua: `${LOG_DELETIONS}
@@ -115,11 +127,11 @@ const SCRIPTS = {
       if not username then return 0 end
       redis.call('DEL', KEYS[1])
       redis.call('ZREM', ARGV[2] .. username, ARGV[1])
-      log_deletions(KEYS[3], KEYS[4], {ARGV[1]})
+      log_deletions(KEYS[3], KEYS[4], {ARGV[1]}, ARGV[3])
       return 1`,
   },
   // KEYS: user-sessions:<user>, session-expiry, session-log-state, session-log. ARGV: session
-  // prefix. Returns the sessions deleted.
+  // prefix, session-seen prefix. Returns the sessions deleted.
   revokeUser: {
     keys: 4,
     lua: `${LOG_DELETIONS}
@@ -130,11 +142,11 @@ const SCRIPTS = {
         redis.call('ZREM', KEYS[2], id)
       end
       redis.call('DEL', KEYS[1])
-      log_deletions(KEYS[3], KEYS[4], ids)
+      log_deletions(KEYS[3], KEYS[4], ids, ARGV[2])
       return n`,
   },
   // KEYS: session-expiry, session-log-state, session-log. ARGV: now, batch size, session prefix,
-  // user-sessions prefix. Deletes up to a batch of sessions expired at now (expires_at <= now, as the
+  // user-sessions prefix, session-seen prefix. Deletes up to a batch of sessions expired at now (expires_at <= now, as the
   // SQL stores); returns how many. Logged too: another instance's clock may be behind ours.
   purgeExpired: {
     keys: 3,
@@ -149,7 +161,7 @@ const SCRIPTS = {
         end
         redis.call('ZREM', KEYS[1], id)
       end
-      log_deletions(KEYS[2], KEYS[3], ids)
+      log_deletions(KEYS[2], KEYS[3], ids, ARGV[5])
       return #ids`,
   },
   // KEYS: throttle:<key> (failures), throttle-pending:<key> (hash: guess id → "expires_at|fingerprint").

@@ -13,8 +13,8 @@
 // Every script that deletes sessions (scripts.ts: create beyond the cap, delete, revokeUser,
 // purgeExpired) logs them with LOG_DELETIONS, in the same script: a deletion and its entry are one
 // atomic step. Redis runs scripts one at a time, so seq orders the entries as they happened.
-// A session's expiry is never moved by the service (touch writes last_seen only), so an expiry needs
-// no entry; what anyone else does to a session key (a DEL, an eviction, a changed field) reaches the
+// A session's expiry is never moved by the service (and a sighting is written to a key of its own,
+// not the session's: scripts.ts), so an expiry needs no entry; what anyone else does to a session key (a DEL, an eviction, a changed field) reaches the
 // memories as a key event instead (key-events.ts).
 
 /** Entries kept; an instance that missed more than these since its last catch-up empties its memory. */
@@ -25,8 +25,9 @@ const LOG_TTL_MS = 10 * 60 * 1000;
 export const HASH_HEX = 64;
 
 /**
- * Lua: `log_deletions(state, log, ids)` appends the hashes in `ids` (a table of hex strings) as one
- * entry; nothing for none. Prepended to the deleting scripts.
+ * Lua: `log_deletions(state, log, ids, seen_prefix)` appends the hashes in `ids` (a table of hex
+ * strings) as one entry, and deletes their last-seen keys (scripts.ts); nothing for none. Prepended
+ * to the deleting scripts.
  */
 export const LOG_DELETIONS = `
       local function log_epoch(state)
@@ -37,8 +38,9 @@ export const LOG_DELETIONS = `
         redis.call('HSET', state, 'epoch', epoch)
         return epoch
       end
-      local function log_deletions(state, log, ids)
+      local function log_deletions(state, log, ids, seen_prefix)
         if #ids == 0 then return end
+        for _, id in ipairs(ids) do redis.call('DEL', seen_prefix .. id) end
         log_epoch(state)
         redis.call('HINCRBY', state, 'seq', 1)
         redis.call('RPUSH', log, table.concat(ids))

@@ -31,13 +31,16 @@ export function redisSessionStore(client: Redis, k: Keys, run: Scripts): Session
             s.userAgent ?? '',
             s.method ?? '',
             s.passkey ?? '',
+            k.seenPrefix,
           ],
         ),
       );
       return Number(ended);
     },
     list: async (username, now) => {
-      const flat = (await mapped(run.list([k.userSessions(username)], [now, k.sessionPrefix]))) as string[];
+      const flat = (await mapped(
+        run.list([k.userSessions(username)], [now, k.sessionPrefix, k.seenPrefix]),
+      )) as string[];
       const sessions: StoredSession[] = [];
       const known = (value: string | undefined) => (value === undefined || value === '' ? null : value);
       for (let i = 0; i + 7 < flat.length; i += 8) {
@@ -57,7 +60,10 @@ export function redisSessionStore(client: Redis, k: Keys, run: Scripts): Session
     },
     touch: async (sightings) => {
       await Promise.all(
-        sightings.map(({ idHash, at }) => mapped(run.touch([k.session(idHash.toString('hex'))], [at]))),
+        sightings.map(({ idHash, at }) => {
+          const idHex = idHash.toString('hex');
+          return mapped(run.touch([k.session(idHex), k.seen(idHex)], [at]));
+        }),
       );
     },
     get: async (idHash, now) => {
@@ -71,14 +77,20 @@ export function redisSessionStore(client: Redis, k: Keys, run: Scripts): Session
       const idHex = idHash.toString('hex');
       return (
         (await mapped(
-          run.delete([k.session(idHex), k.expiry, k.logState, k.log], [idHex, k.userSessionsPrefix]),
+          run.delete(
+            [k.session(idHex), k.expiry, k.logState, k.log],
+            [idHex, k.userSessionsPrefix, k.seenPrefix],
+          ),
         )) === 1
       );
     },
     revokeUser: async (username) =>
       Number(
         await mapped(
-          run.revokeUser([k.userSessions(username), k.expiry, k.logState, k.log], [k.sessionPrefix]),
+          run.revokeUser(
+            [k.userSessions(username), k.expiry, k.logState, k.log],
+            [k.sessionPrefix, k.seenPrefix],
+          ),
         ),
       ),
     countUser: async (username, now) =>
@@ -91,7 +103,7 @@ export function redisSessionStore(client: Redis, k: Keys, run: Scripts): Session
           await mapped(
             run.purgeExpired(
               [k.expiry, k.logState, k.log],
-              [now, PURGE_BATCH, k.sessionPrefix, k.userSessionsPrefix],
+              [now, PURGE_BATCH, k.sessionPrefix, k.userSessionsPrefix, k.seenPrefix],
             ),
           ),
         );
