@@ -114,7 +114,8 @@ const SCRIPTS = {
       if ttl == -2 then return 0 end
       local seen = tonumber(redis.call('GET', KEYS[2]) or '0')
       if tonumber(ARGV[1]) <= seen then return 1 end
-      if ttl > 0 then redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl) else redis.call('SET', KEYS[2], ARGV[1]) end
+      if ttl > 0 then redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl)
+      else redis.call('SET', KEYS[2], ARGV[1]) end
       return 1`,
   },
   // KEYS: session, session-expiry, session-log-state, session-log. ARGV: id hex, user-sessions
@@ -146,8 +147,9 @@ const SCRIPTS = {
       return n`,
   },
   // KEYS: session-expiry, session-log-state, session-log. ARGV: now, batch size, session prefix,
-  // user-sessions prefix, session-seen prefix. Deletes up to a batch of sessions expired at now (expires_at <= now, as the
-  // SQL stores); returns how many. Logged too: another instance's clock may be behind ours.
+  // user-sessions prefix, session-seen prefix. Deletes up to a batch of sessions expired at now
+  // (expires_at <= now, as the SQL stores); returns how many. Logged too: another instance's clock
+  // may be behind ours.
   purgeExpired: {
     keys: 3,
     lua: `${LOG_DELETIONS}

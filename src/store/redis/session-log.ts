@@ -14,8 +14,9 @@
 // purgeExpired) logs them with LOG_DELETIONS, in the same script: a deletion and its entry are one
 // atomic step. Redis runs scripts one at a time, so seq orders the entries as they happened.
 // A session's expiry is never moved by the service (and a sighting is written to a key of its own,
-// not the session's: scripts.ts), so an expiry needs no entry; what anyone else does to a session key (a DEL, an eviction, a changed field) reaches the
-// memories as a key event instead (key-events.ts).
+// not the session's: scripts.ts), so an expiry needs no entry; what anyone else does to a session
+// key (a DEL, an eviction, a changed field) reaches the memories as a key event instead
+// (key-events.ts).
 
 /** Entries kept; an instance that missed more than these since its last catch-up empties its memory. */
 const LOG_ENTRIES = 10_000;
