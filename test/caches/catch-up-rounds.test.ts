@@ -9,9 +9,9 @@ import fc from 'fast-check';
 import { answerWindows, CatchUpRounds, freshnessGate } from '../../src/store/freshness/gate.ts';
 
 /** Catch-up rounds the test ends one by one; `began` counts them. */
-function manualRounds() {
+function manualRounds(options: { batch?: boolean } = {}) {
   const pending: { resolve: () => void; reject: (err: Error) => void }[] = [];
-  const rounds = new CatchUpRounds();
+  const rounds = new CatchUpRounds(options);
   let began = 0;
   rounds.add(
     () =>
@@ -37,6 +37,15 @@ function manualRounds() {
 
 /** One turn of the event loop: a catch-up asked for begins in its check phase. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Past a hold for a fuller batch (1 ms) and the check phase where the held catch-up then begins:
+ * timers fire in the order they fall due, so the hold's has fired before this one.
+ */
+const pastHold = async () => {
+  await new Promise<void>((resolve) => setTimeout(resolve, 5));
+  await turn();
+};
 
 const settled = (promise: Promise<void>) => {
   const state = { done: false, failed: false };
@@ -116,42 +125,85 @@ describe('catch-up rounds', () => {
     assert.equal(freshnessGate({}, answerWindows()).catchUp(['groups']), null, 'no memory: no catch-up');
   });
 
-  test('property: every request resolves only after a catch-up that began after it arrived', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(fc.constantFrom('request', 'turn', 'end'), { maxLength: 40 }),
-        async (steps) => {
-          const m = manualRounds();
-          const requests: { arrivedAfter: number; resolvedBy: number | null }[] = [];
-          let ended = 0;
-          for (const step of steps) {
-            if (step === 'request') {
-              const request = { arrivedAfter: m.began(), resolvedBy: null as number | null };
-              requests.push(request);
-              void m.rounds.caughtUp().then(() => {
-                request.resolvedBy = ended;
-              });
-            } else if (step === 'turn') {
-              await turn();
-            } else if (m.began() > ended) {
+  for (const batch of [false, true]) {
+    test(`property${batch ? ', batched' : ''}: every request resolves only after a catch-up that began after it arrived`, async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.constantFrom('request', 'turn', 'end', 'wait'), { maxLength: 40 }),
+          async (steps) => {
+            const m = manualRounds({ batch });
+            const requests: { arrivedAfter: number; resolvedBy: number | null }[] = [];
+            let ended = 0;
+            for (const step of steps) {
+              if (step === 'request') {
+                const request = { arrivedAfter: m.began(), resolvedBy: null as number | null };
+                requests.push(request);
+                void m.rounds.caughtUp().then(() => {
+                  request.resolvedBy = ended;
+                });
+              } else if (step === 'turn') {
+                await turn();
+              } else if (step === 'wait') {
+                await pastHold();
+              } else if (m.began() > ended) {
+                ended++;
+                await m.end();
+              }
+            }
+            // A held catch-up begins when its hold runs out.
+            await pastHold();
+            while (m.began() > ended) {
               ended++;
               await m.end();
+              await pastHold();
             }
-          }
-          await turn();
-          while (m.began() > ended) {
-            ended++;
-            await m.end();
-          }
-          for (const request of requests) {
-            assert.notEqual(request.resolvedBy, null, 'every request is answered');
-            // Catch-ups end in the order they began: the one that resolved it is number resolvedBy,
-            // which must have begun after the request (more than arrivedAfter had begun by then).
-            assert.ok(request.resolvedBy! > request.arrivedAfter, JSON.stringify(request));
-          }
-        },
-      ),
-      { numRuns: 200 },
-    );
+            for (const request of requests) {
+              assert.notEqual(request.resolvedBy, null, 'every request is answered');
+              // Catch-ups end in the order they began: the one that resolved it is number resolvedBy,
+              // which must have begun after the request (more than arrivedAfter had begun by then).
+              assert.ok(request.resolvedBy! > request.arrivedAfter, JSON.stringify(request));
+            }
+          },
+        ),
+        { numRuns: batch ? 100 : 200 },
+      );
+    });
+  }
+
+  test('batched: the next catch-up waits for those that waited plus as many as were answered', async () => {
+    const m = manualRounds({ batch: true });
+    const answered = [settled(m.rounds.caughtUp()), settled(m.rounds.caughtUp())];
+    await turn();
+    assert.equal(m.began(), 1, 'a request while none is out is never held');
+    const waited = settled(m.rounds.caughtUp());
+    await m.end();
+    assert.equal(answered[0]!.done && answered[1]!.done, true);
+    assert.equal(m.began(), 1, 'held: one waits, and the two answered are expected back');
+    const back = settled(m.rounds.caughtUp());
+    await turn();
+    assert.equal(m.began(), 1, 'two of three');
+    const again = settled(m.rounds.caughtUp());
+    await turn();
+    assert.equal(m.began(), 2, 'three of three: it begins');
+    await m.end();
+    assert.equal(waited.done && back.done && again.done, true, 'all three shared it');
+  });
+
+  test('batched: a hold lasts 1 ms at most, and after one that ran out the next catch-ups are not held', async () => {
+    const m = manualRounds({ batch: true });
+    const first = settled(m.rounds.caughtUp());
+    await turn();
+    const second = settled(m.rounds.caughtUp());
+    await m.end();
+    assert.equal(first.done, true);
+    assert.equal(m.began(), 1, 'held for the answered one');
+    await pastHold();
+    assert.equal(m.began(), 2, 'the hold ran out');
+    const third = settled(m.rounds.caughtUp());
+    await m.end();
+    assert.equal(second.done, true);
+    assert.equal(m.began(), 3, 'after a hold that ran out, the next begins at once');
+    await m.end();
+    assert.equal(third.done, true);
   });
 });

@@ -39,7 +39,7 @@ export async function openPostgresStores(
   const windows = options.windows ?? answerWindows();
   const { sessions: sessionMemory = null, groups: groupMemory = null } = options.memory ?? {};
   // Every memory on this database catches up in one statement, shared by the requests of a turn.
-  const rounds = new CatchUpRounds();
+  const rounds = new CatchUpRounds({ batch: true });
   const catchUp = new PostgresCatchUp(pool, rounds);
   const sessions =
     sessionMemory !== null

@@ -46,7 +46,7 @@ export function redisSessionMemory(
     onLost: () => memory.clear(),
     onState,
   });
-  const rounds = new CatchUpRounds();
+  const rounds = new CatchUpRounds({ batch: true });
   rounds.add(async () => {
     const barrier = events.barrier();
     // Handled below; a failed script must not leave the barrier's rejection unhandled.
