@@ -58,10 +58,7 @@ export type CatchUpPart = () => void | Promise<void>;
 
 /** How long a catch-up may be held for a fuller batch (CatchUpRounds, `batch`). */
 const HOLD_MS = 1;
-/**
- * After a hold that ran out with fewer than half the answered requests back, this many catch-ups
- * begin without one.
- */
+/** After a hold that ran out with no request arriving during it, this many catch-ups begin without one. */
 const BEGIN_UNHELD = 8;
 
 /**
@@ -83,10 +80,12 @@ const BEGIN_UNHELD = 8;
  * or for HOLD_MS at most. Under load each catch-up then serves about every request in flight
  * instead of about half of them, and the stores and the drivers spend about a third less per
  * request; a hold only delays a catch-up, so each still begins after every request waiting on it
- * arrived. A hold that runs out with fewer than half the answered requests back means those clients
- * are not coming back at once (an open load), and the next BEGIN_UNHELD catch-ups are not held; on a
- * crowded machine a busy client may take longer than HOLD_MS, and most of its requests back still
- * keep the holds. A request arriving while none is in flight is never held.
+ * arrived. A hold that runs out with no request arriving during it means no busy client is waiting
+ * to send (a light or open load), and the next BEGIN_UNHELD catch-ups are not held; one that runs
+ * out with some arriving keeps the holds: on a crowded machine a busy client often takes longer
+ * than HOLD_MS to come back (measured: leaving the holds after any that ran out, or after one with
+ * fewer than half back, kept a third more catch-ups). A request arriving while none is in flight is
+ * never held.
  */
 export class CatchUpRounds {
   readonly #parts: CatchUpPart[] = [];
@@ -102,9 +101,8 @@ export class CatchUpRounds {
   /** While #next is held: the timer that ends the hold, and the batch that ends it sooner. */
   #hold: ReturnType<typeof setTimeout> | null = null;
   #holdFor = 0;
-  /** Of a hold: how many waited when it began, and how many the catch-up before it answered. */
+  /** How many waited when the hold began. */
   #heldWith = 0;
-  #heldAfter = 0;
   #unheld = 0;
 
   constructor(options: { readonly batch?: boolean } = {}) {
@@ -148,7 +146,6 @@ export class CatchUpRounds {
         }
         this.#holdFor = this.#nextSize + answered;
         this.#heldWith = this.#nextSize;
-        this.#heldAfter = answered;
         this.#hold = setTimeout(() => this.#release(false), HOLD_MS);
       };
       this.#current.then(after, after);
@@ -161,7 +158,7 @@ export class CatchUpRounds {
   #release(full: boolean): void {
     if (this.#hold !== null) clearTimeout(this.#hold);
     this.#hold = null;
-    if (!full && (this.#nextSize - this.#heldWith) * 2 < this.#heldAfter) this.#unheld = BEGIN_UNHELD;
+    if (!full && this.#nextSize === this.#heldWith) this.#unheld = BEGIN_UNHELD;
     setImmediate(this.#beginNext);
   }
 
