@@ -189,32 +189,7 @@ describe('catch-up rounds', () => {
     assert.equal(waited.done && back.done && again.done, true, 'all three shared it');
   });
 
-  test('batched: a hold that ran out with some of the answered back keeps the next ones held', async () => {
-    const m = manualRounds({ batch: true });
-    const answered = Array.from({ length: 4 }, () => settled(m.rounds.caughtUp()));
-    await turn();
-    const waited = settled(m.rounds.caughtUp());
-    await m.end();
-    assert.equal(
-      answered.every((r) => r.done),
-      true,
-    );
-    const back = [settled(m.rounds.caughtUp())];
-    await turn();
-    assert.equal(m.began(), 1, 'held: one waited, one of the four answered is back');
-    await pastHold();
-    assert.equal(m.began(), 2, 'the hold ran out');
-    const next = settled(m.rounds.caughtUp());
-    await m.end();
-    assert.equal(waited.done && back.every((r) => r.done), true);
-    assert.equal(m.began(), 2, 'one came back: the next is held too');
-    await pastHold();
-    assert.equal(m.began(), 3);
-    await m.end();
-    assert.equal(next.done, true);
-  });
-
-  test('batched: a hold lasts 1 ms at most, and after one that ran out with none back the next are not held', async () => {
+  test('batched: a hold lasts 1 ms at most, and the next catch-up is held again', async () => {
     const m = manualRounds({ batch: true });
     const first = settled(m.rounds.caughtUp());
     await turn();
@@ -227,7 +202,9 @@ describe('catch-up rounds', () => {
     const third = settled(m.rounds.caughtUp());
     await m.end();
     assert.equal(second.done, true);
-    assert.equal(m.began(), 3, 'after a hold that ran out, the next begins at once');
+    assert.equal(m.began(), 2, 'held again');
+    await pastHold();
+    assert.equal(m.began(), 3);
     await m.end();
     assert.equal(third.done, true);
   });

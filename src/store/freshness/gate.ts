@@ -58,8 +58,6 @@ export type CatchUpPart = () => void | Promise<void>;
 
 /** How long a catch-up may be held for a fuller batch (CatchUpRounds, `batch`). */
 const HOLD_MS = 1;
-/** After a hold that ran out with no request arriving during it, this many catch-ups begin without one. */
-const BEGIN_UNHELD = 8;
 
 /**
  * Catch-ups shared by every request waiting for one.
@@ -80,12 +78,12 @@ const BEGIN_UNHELD = 8;
  * or for HOLD_MS at most. Under load each catch-up then serves about every request in flight
  * instead of about half of them, and the stores and the drivers spend about a third less per
  * request; a hold only delays a catch-up, so each still begins after every request waiting on it
- * arrived. A hold that runs out with no request arriving during it means no busy client is waiting
- * to send (a light or open load), and the next BEGIN_UNHELD catch-ups are not held; one that runs
- * out with some arriving keeps the holds: on a crowded machine a busy client often takes longer
- * than HOLD_MS to come back (measured: leaving the holds after any that ran out, or after one with
- * fewer than half back, kept a third more catch-ups). A request arriving while none is in flight is
- * never held.
+ * arrived. What a hold costs: HOLD_MS at most for requests that arrived while a catch-up was in
+ * flight, when the clients it answered do not come back at once (a light or open load). Not holding
+ * after a hold that ran out, for the next catch-ups, was measured and dropped: on a crowded machine
+ * busy clients often take longer than HOLD_MS to come back, and whether none or fewer than half of
+ * them came back was the rule, each kept a third more catch-ups. A request arriving while none is in
+ * flight is never held.
  */
 export class CatchUpRounds {
   readonly #parts: CatchUpPart[] = [];
@@ -101,9 +99,6 @@ export class CatchUpRounds {
   /** While #next is held: the timer that ends the hold, and the batch that ends it sooner. */
   #hold: ReturnType<typeof setTimeout> | null = null;
   #holdFor = 0;
-  /** How many waited when the hold began. */
-  #heldWith = 0;
-  #unheld = 0;
 
   constructor(options: { readonly batch?: boolean } = {}) {
     this.#batch = options.batch === true;
@@ -123,7 +118,7 @@ export class CatchUpRounds {
   caughtUp(): Promise<void> {
     if (this.#next !== null) {
       this.#nextSize++;
-      if (this.#hold !== null && this.#nextSize >= this.#holdFor) this.#release(true);
+      if (this.#hold !== null && this.#nextSize >= this.#holdFor) this.#release();
       return this.#next;
     }
     this.#nextSize = 1;
@@ -139,14 +134,12 @@ export class CatchUpRounds {
       }
       const answered = this.#currentSize;
       const after = () => {
-        if (!this.#batch || this.#unheld > 0) {
-          if (this.#unheld > 0) this.#unheld--;
+        if (!this.#batch) {
           setImmediate(this.#beginNext);
           return;
         }
         this.#holdFor = this.#nextSize + answered;
-        this.#heldWith = this.#nextSize;
-        this.#hold = setTimeout(() => this.#release(false), HOLD_MS);
+        this.#hold = setTimeout(() => this.#release(), HOLD_MS);
       };
       this.#current.then(after, after);
     });
@@ -155,10 +148,9 @@ export class CatchUpRounds {
   }
 
   /** Ends a hold: the batch is full, or the time ran out. */
-  #release(full: boolean): void {
+  #release(): void {
     if (this.#hold !== null) clearTimeout(this.#hold);
     this.#hold = null;
-    if (!full && this.#nextSize === this.#heldWith) this.#unheld = BEGIN_UNHELD;
     setImmediate(this.#beginNext);
   }
 
