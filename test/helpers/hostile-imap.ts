@@ -200,7 +200,13 @@ export async function startHostileImap(options: HostileOptions = {}): Promise<Ho
           return void send(`${tag} OK Begin TLS\r\n* OK [CAPABILITY IMAP4rev1 AUTH=PLAIN] injected\r\n`);
         // One write, so the literal's announcement arrives with the OK, before the client could start TLS.
         send(`${tagOf(tag)} OK Begin TLS\r\n${trick === 'starttls-literal' ? '{30}\r\n' : ''}`);
-        if (trick === 'starttls-plaintext') return void setTimeout(() => send('* OK not TLS at all\r\n'), 50);
+        if (trick === 'starttls-plaintext') {
+          // Deaf from here: the client's ClientHello holds CRLF often enough (2-5 in 100 handshakes)
+          // for a "line" whose echoed tag would begin with the hello's own record header (16 03 01
+          // and a length): a record the client would rightly wait for, ending the trick at the deadline.
+          deaf = true;
+          return void setTimeout(() => send('* OK not TLS at all\r\n'), 50);
+        }
         if (context === null) throw new Error('STARTTLS needs options.cert');
         raw.removeAllListeners('data');
         stream = new TLSSocket(raw, { isServer: true, secureContext: context });
