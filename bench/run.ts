@@ -186,7 +186,7 @@ async function main(cleanup: Cleanup): Promise<{ report: string; chart: string }
       `wrk -t${THREADS} -c${CONNECTIONS} (two instances: one wrk -t1 -c25 each, at once); logins: a closed loop ` +
         `of ${LOGIN_CONCURRENCY} concurrent clients (bench/machinery/login-load.ts)`,
       `${SCHEDULE.warmupSeconds} s warm-up per server, then ${SCHEDULE.rounds} round(s) of ${SCHEDULE.roundSeconds} s ` +
-        `alternating reference and clubhouse${QUICK ? ' (BENCH_QUICK)' : ''}${ONLY.length > 0 ? ` (BENCH_ONLY=${ONLY.join(',')})` : ''}`,
+        `alternating reference and clubhouse, each round in the order of the one before reversed${QUICK ? ' (BENCH_QUICK)' : ''}${ONLY.length > 0 ? ` (BENCH_ONLY=${ONLY.join(',')})` : ''}`,
       'Figures are medians over the rounds; the ratio is the median of the per-round ratios (clubhouse / reference of ' +
         'the same round). CPU per request: user + system time of the server process and its workers in the round / ' +
         'requests answered. Log per request: bytes the service wrote to its stdout (a file) / requests. Peak RSS: ' +

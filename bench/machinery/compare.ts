@@ -105,7 +105,12 @@ export function ratiosOf(a: Side, b: Side): number[] {
   return a.rounds.map((round, i) => round.rate / b.rounds[i]!.rate);
 }
 
-/** Warm-up of each side, then `rounds` rounds in which every side runs once, in the given order. */
+/**
+ * Warm-up of each side, then `rounds` rounds in which every side runs once: in the given order in
+ * the even rounds and in reverse in the odd ones (A B, B A, A B, …). A shared host's speed drifts
+ * over seconds; measured always first, the reference would meet the drift of each round before the
+ * subject does, and a round's ratio would carry it one way more often than the other.
+ */
 export async function alternate(
   sides: readonly Contender[],
   schedule: Schedule,
@@ -114,16 +119,15 @@ export async function alternate(
   for (const side of sides) await warmUp(side, schedule);
   const rounds: Round[][] = sides.map(() => []);
   for (let i = 0; i < schedule.rounds; i++) {
-    const figures: string[] = [];
-    for (const [k, side] of sides.entries()) {
-      const round = await side.measure(schedule.roundSeconds);
-      rounds[k]!.push(round);
+    const order = [...sides.keys()];
+    if (i % 2 === 1) order.reverse();
+    for (const k of order) rounds[k]!.push(await sides[k]!.measure(schedule.roundSeconds));
+    const figures = sides.map((side, k) => {
+      const round = rounds[k]![i]!;
       const ratio = k === 0 ? '' : `, ×${(round.rate / rounds[0]![i]!.rate).toFixed(3)}`;
-      figures.push(
-        `${side.label} ${round.rate.toFixed(0)}/s (p50 ${round.p50Ms.toFixed(2)}, p99 ${round.p99Ms.toFixed(2)} ms${ratio})`,
-      );
-    }
-    log(`  round ${i + 1}: ${figures.join('; ')}`);
+      return `${side.label} ${round.rate.toFixed(0)}/s (p50 ${round.p50Ms.toFixed(2)}, p99 ${round.p99Ms.toFixed(2)} ms${ratio})`;
+    });
+    log(`  round ${i + 1}${i % 2 === 1 ? ' (reversed)' : ''}: ${figures.join('; ')}`);
   }
   return sides.map((side, k) => ({ label: side.label, rounds: rounds[k]! }));
 }
