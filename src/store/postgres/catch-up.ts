@@ -18,18 +18,24 @@ import { query } from './driver.ts';
 /** What a statement reads, one column per alias. */
 type CatchUpRow = Record<string, unknown>;
 
-/** A memory's part of the statements: its select-list items, their parameters, and what it does with them. */
+/**
+ * A memory's part of the statements: its select-list items, the one parameter they take (its log
+ * reader's position), and what it does with what they read.
+ */
 export interface CatchUpColumns {
-  /** Select-list items of the head; their parameters are numbered from `first` ($first, $first+1, …). */
-  readonly head: (first: number) => string;
-  /** Select-list items of the whole page, with the same parameters. */
-  readonly page: (first: number) => string;
-  /** The values of those parameters, taken once at each catch-up (the reader's position). */
-  readonly values: () => readonly unknown[];
-  /** Whether a head row shows the log where the reader stood when `values` was taken. */
-  readonly still: (head: CatchUpRow) => boolean;
-  /** Applies a row to memory: the head's when every head was still (`whole` false), else the page's. */
-  readonly apply: (row: CatchUpRow, whole: boolean) => void;
+  /** Select-list items of the head; the position is their parameter `$n`. */
+  readonly head: (n: number) => string;
+  /** Select-list items of the whole page, with the same parameter. */
+  readonly page: (n: number) => string;
+  /** The log reader's position (−1 before it has one), taken once at each catch-up. */
+  readonly position: () => number;
+  /** The head's column holding the log's newest position: equal to the one asked, the log is still. */
+  readonly newest: string;
+  /**
+   * Applies a row read after position `asked` to memory: the head's when every head was still
+   * (`whole` false: no entry after `asked`, the newest the one at it), else the page's.
+   */
+  readonly apply: (row: CatchUpRow, whole: boolean, asked: number) => void;
 }
 
 /** The catch-up statements over `pool`: run as the one part of `rounds`. */
@@ -41,19 +47,17 @@ export class PostgresCatchUp {
     rounds.add(async () => {
       const parts = this.#parts;
       this.#texts ??= { head: this.#statement('head'), page: this.#statement('page') };
-      const values = (
-        parts.length === 1 ? parts[0]!.values() : parts.flatMap((part) => part.values())
-      ) as unknown[];
+      // Each reader's position as this catch-up asks after it (a fill may start a reader meanwhile).
+      const asked = parts.map((part) => part.position());
       const n = parts.length;
-      const head = (await query(pool, this.#texts.head, values, `catch-up-head-${n}`)).rows[0]!;
-      let still = true;
-      for (const part of parts) still &&= part.still(head);
+      const head = (await query(pool, this.#texts.head, asked, `catch-up-head-${n}`)).rows[0]!;
+      const still = parts.every((part, i) => asked[i]! >= 0 && Number(head[part.newest]) === asked[i]);
       if (still) {
-        for (const part of parts) part.apply(head, false);
+        for (const [i, part] of parts.entries()) part.apply(head, false, asked[i]!);
         return;
       }
-      const page = (await query(pool, this.#texts.page, values, `catch-up-${n}`)).rows[0]!;
-      for (const part of parts) part.apply(page, true);
+      const page = (await query(pool, this.#texts.page, asked, `catch-up-${n}`)).rows[0]!;
+      for (const [i, part] of parts.entries()) part.apply(page, true, asked[i]!);
     });
   }
 
@@ -64,12 +68,6 @@ export class PostgresCatchUp {
   }
 
   #statement(which: 'head' | 'page'): string {
-    let next = 1;
-    const columns = this.#parts.map((part) => {
-      const text = part[which](next);
-      next += part.values().length;
-      return text;
-    });
-    return `SELECT ${columns.join(', ')}`;
+    return `SELECT ${this.#parts.map((part, i) => part[which](i + 1)).join(', ')}`;
   }
 }

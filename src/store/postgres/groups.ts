@@ -58,17 +58,12 @@ export function postgresGroupMemory(
   const shared = sqlGroupStore(driver);
   const memory = new GroupMemory(json, window, limits);
   const reader = memory.log;
-  /** The position the statement in flight reads after (a fill may start the reader meanwhile). */
-  let asked = -1;
   catchUp.add({
     head: headColumns,
     page: logColumns,
-    values: () => {
-      asked = reader.seq;
-      return [asked];
-    },
-    still: (row) => asked >= 0 && Number(row['group_generation']) === asked,
-    apply: (row, whole) => {
+    position: () => reader.seq,
+    newest: 'group_generation',
+    apply: (row, whole, asked) => {
       const generation = Number(row['group_generation']);
       const markAt = textOrNull(row['group_log_mark_at']);
       if (!whole) {

@@ -56,17 +56,12 @@ export function postgresSessionMemory(
   const steps = sessionSteps(POSTGRES_DIALECT);
   const memory = new SessionMemory(window, capacity);
   const reader = memory.log;
-  /** The position the statement in flight reads after. */
-  let asked = -1;
   catchUp.add({
     head: headColumns,
     page: pageColumns,
-    values: () => {
-      asked = reader.seq;
-      return [asked];
-    },
-    still: (row) => asked >= 0 && Number(row['log_seq']) === asked,
-    apply: (row, whole) => {
+    position: () => reader.seq,
+    newest: 'log_seq',
+    apply: (row, whole, asked) => {
       const markAt = hexOrNull(row['log_mark_at']);
       const page: LogPage<string> = whole
         ? {
