@@ -10,7 +10,13 @@
 // clubhouse on the shared stores, seeded as the bench's instances case seeds them. The .cpuprofile files are kept (paths
 // printed) for a flame graph in Chrome's DevTools or speedscope. A sample is wall time on the main
 // thread: on a busy host it includes what the machine makes the process wait, as users would see.
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+// PROFILE_TOOL=perf samples CPU time instead, with Linux perf (`perf record -e cpu-clock`, node's
+// --perf-basic-prof naming the JavaScript): every thread of the process, only while it runs, kernel,
+// garbage collector and V8's builtins included. Where the V8 profile lands a wait (the main thread
+// preempted inside `writev` while wrk runs) on a function, this one counts only the CPU the process
+// spent, which is what the bench's ratios follow. The perf.data files are kept (`perf report -i`).
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ensureDebianPackage } from '../test/helpers/apt.ts';
@@ -46,6 +52,10 @@ const SECONDS = Number(process.env['PROFILE_SECONDS'] ?? '10');
 const WARMUP_SECONDS = 2;
 const WANTED = (process.env['PROFILE_CASES'] ?? Object.keys(CASES).join(',')).split(',');
 const STORES = process.env['PROFILE_STORES'] ?? 'sqlite';
+const TOOL = process.env['PROFILE_TOOL'] ?? 'v8';
+const PERF_BIN = '/usr/bin/perf';
+/** perf's sampling rate: a sample per 250 µs of CPU. */
+const PERF_HZ = 4000;
 const TOP = 30;
 const ROOT = path.join(import.meta.dirname, '..');
 
@@ -104,6 +114,64 @@ function measured(profile: Profile) {
 
 type Measured = ReturnType<typeof measured>;
 
+/**
+ * The same tables from a perf.data of `perf record -e cpu-clock` (CPU time, every thread; nothing is
+ * sampled while the process waits, so idle is 0). A function: a JavaScript function named as the V8
+ * profile names it, else the symbol; a file: the JavaScript's file, else what kind of native code.
+ */
+function perfMeasured(data: string): Measured {
+  const report = execFileSync(
+    PERF_BIN,
+    [
+      'report',
+      '-i',
+      data,
+      '--no-children',
+      '--sort',
+      'dso,sym',
+      '-g',
+      'none',
+      '-F',
+      'period,dso,sym',
+      '-t',
+      '\t',
+      '--stdio',
+    ],
+    { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  const byFunction = new Map<string, number>();
+  const byFile = new Map<string, number>();
+  for (const line of report.split('\n')) {
+    const [period, dso, sym] = line.split('\t').map((field) => field.trim());
+    if (period === undefined || !/^\d+$/.test(period) || dso === undefined || sym === undefined) continue;
+    const us = Number(period) / 1000;
+    const symbol = sym.replace(/^\[.\]\s*/, '');
+    const { name, file } = perfSymbol(dso, sym.startsWith('[k]'), symbol);
+    byFunction.set(name, (byFunction.get(name) ?? 0) + us);
+    byFile.set(file, (byFile.get(file) ?? 0) + us);
+  }
+  const busy = [...byFile.values()].reduce((sum, us) => sum + us, 0);
+  return { byFunction, byFile, idle: 0, busy };
+}
+
+const GC_SYMBOL = /Scaveng|MarkCompact|Sweeper|Marking|ConcurrentMark|Heap::|Evacuat|MemoryAllocator/;
+
+/** A perf sample's function and file, in the V8 tables' terms. */
+function perfSymbol(dso: string, kernel: boolean, symbol: string): { name: string; file: string } {
+  if (kernel) return { name: `${symbol} (kernel)`, file: '(kernel: system calls, network)' };
+  // --perf-basic-prof: "JS:*'name url:line:column" (`*` optimised, `+` baseline, `~` interpreted).
+  const js = /^JS:.'?(\S*) (\S+):(\d+):\d+$/.exec(symbol);
+  if (js !== null) {
+    const file = fileOf(js[2]!);
+    return { name: `${js[1] || '(anonymous)'} ${file}:${js[3]}`, file };
+  }
+  if (dso.startsWith('[JIT]'))
+    return { name: symbol, file: '(V8 generated code: regular expressions, stubs)' };
+  if (dso === 'node' && GC_SYMBOL.test(symbol)) return { name: symbol, file: '(garbage collector)' };
+  if (dso === 'node') return { name: symbol, file: '(node and V8: C++, builtins)' };
+  return { name: symbol, file: `(${dso})` };
+}
+
 function table(title: string, pick: (m: Measured) => Map<string, number>, sides: readonly Side[]): string {
   const names = new Map<string, number>();
   for (const side of sides)
@@ -152,6 +220,27 @@ async function profiled(
   // Each run starts the rotation over (wrk/common.lua): one run long enough to read it all.
   if (first.requests < least && first.requestsPerSecond > 0)
     await runWrk({ ...wrk, seconds: Math.min(90, Math.ceil((least / first.requestsPerSecond) * 1.2)) });
+  if (TOOL === 'perf') {
+    const data = path.join(dir, 'perf.data');
+    const perf = spawn(
+      PERF_BIN,
+      ['record', '-e', 'cpu-clock', '-F', String(PERF_HZ), '-o', data, '-p', String(server.pid)],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const exited = new Promise((resolve) => perf.on('exit', resolve));
+    // perf attaches before the measured run (samples only while the process runs: none meanwhile).
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const run = await runWrk({ ...wrk, seconds: SECONDS });
+    perf.kill('SIGINT');
+    await exited;
+    const profile = perfMeasured(data);
+    await server.stop();
+    // node's symbol map for perf (--perf-basic-prof), one per process: read, then not needed.
+    rmSync(`/tmp/perf-${server.pid}.map`, { force: true });
+    return { label, requests: run.requests, rate: run.requestsPerSecond, profile, file: data };
+  }
   const run = await runWrk({ ...wrk, seconds: SECONDS });
   await server.stop();
   const file = readdirSync(dir).find((entry) => entry.endsWith('.cpuprofile'));
@@ -162,6 +251,8 @@ async function profiled(
 
 async function main(): Promise<void> {
   await ensureDebianPackage(WRK_BIN, 'wrk');
+  if (TOOL === 'perf') await ensureDebianPackage(PERF_BIN, 'linux-perf');
+  else if (TOOL !== 'v8') throw new Error(`PROFILE_TOOL: unknown ${TOOL} (v8 or perf)`);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'clubhouse-profile-'));
   removeOnExit(dir);
   process.stderr.write('seeding 1 000 000 sessions, 100 000 groups …\n');
@@ -170,7 +261,10 @@ async function main(): Promise<void> {
   const stores = await sharedStores(dir);
   const profiling = (name: string) => {
     const out = mkdtempSync(path.join(os.tmpdir(), `clubhouse-profile-${name}-`));
-    return { out, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${out}`] };
+    return {
+      out,
+      nodeArgs: TOOL === 'perf' ? ['--perf-basic-prof'] : ['--cpu-prof', `--cpu-prof-dir=${out}`],
+    };
   };
   try {
     // The baseline sends clubhouse's own answers, recorded from a clubhouse without the profiler.
@@ -216,7 +310,11 @@ async function main(): Promise<void> {
           '',
           ...sides.map(
             (side) =>
-              `- ${side.label}: ${Math.round(side.rate)} requests/s, ${(side.profile.busy / side.requests).toFixed(1)} µs busy and ${(side.profile.idle / side.requests).toFixed(1)} µs idle per request; ${side.file}`,
+              `- ${side.label}: ${Math.round(side.rate)} requests/s, ${
+                TOOL === 'perf'
+                  ? `${(side.profile.busy / side.requests).toFixed(1)} µs of CPU per request (every thread)`
+                  : `${(side.profile.busy / side.requests).toFixed(1)} µs busy and ${(side.profile.idle / side.requests).toFixed(1)} µs idle per request`
+              }; ${side.file}`,
           ),
           '',
           table('file', (m) => m.byFile, sides),
