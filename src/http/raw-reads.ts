@@ -179,8 +179,16 @@ export function rawReads(deps: RawReadDeps): RawHandler {
     const { method, url = '' } = request;
     const id = requestId(request);
     logArrival(logger, request, id);
-    const { body, ascii } = result;
-    const length = typeof body === 'string' && !ascii ? Buffer.byteLength(body) : body.length;
+    const { body } = result;
+    let { ascii } = result;
+    let length = body.length;
+    if (typeof body === 'string' && !ascii) {
+      length = Buffer.byteLength(body);
+      // As many UTF-8 bytes as characters: ASCII, whose latin1 bytes are the same. Sent as latin1,
+      // node copies it beside the headers where UTF-8 would encode both (callgrind: 4 700 of a
+      // check's 110 000 instructions).
+      ascii = length === body.length;
+    }
     const { origin } = request.headers;
     let headers: string[];
     // Only a trusted Origin adds headers (cors.ts): any other request's are the route's template.

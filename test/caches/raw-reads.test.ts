@@ -48,7 +48,7 @@ describe('the raw check path of /api/auth/check', () => {
   let rawAnswers = 0;
   before(async () => {
     t = await startTestApp({
-      authenticator: fakeAuthenticator({ alice: 'pw' }),
+      authenticator: fakeAuthenticator({ alice: 'pw', zoë: 'pw' }),
       // ALLOWED_HOSTS lists the socket's and inject()'s Host: both paths check it, and pass it.
       env: { TRUSTED_ORIGINS: 'https://portal.example.org', ALLOWED_HOSTS: '127.0.0.1,localhost' },
     });
@@ -72,9 +72,13 @@ describe('the raw check path of /api/auth/check', () => {
   test('every case answers exactly as the Fastify route does', async () => {
     const { cookie } = await loginAs(t.fastify, 'alice', 'pw');
     assert.equal((await ask(port, 'GET', '/api/auth/check', { cookie })).status, 200, 'logged in');
+    // A username that is not ASCII: its answer is sent as UTF-8, an ASCII one as latin1 (raw-reads.ts).
+    const zoe = (await loginAs(t.fastify, 'zoë', 'pw')).cookie;
+    assert.equal((await ask(port, 'GET', '/api/auth/check', { cookie: zoe })).body, '"zoë"');
     const cases: Record<string, string>[] = [
       {},
       { cookie },
+      { cookie: zoe },
       { cookie: 'sessionid=junk' },
       { cookie: `sessionid=${'z'.repeat(32)}` },
       { cookie, origin: 'https://portal.example.org' },
