@@ -15,6 +15,11 @@
 // garbage collector and V8's builtins included. Where the V8 profile lands a wait (the main thread
 // preempted inside `writev` while wrk runs) on a function, this one counts only the CPU the process
 // spent, which is what the bench's ratios follow. The perf.data files are kept (`perf report -i`).
+// PROFILE_TOOL=callgrind counts instructions instead (valgrind's callgrind, user space, the main
+// thread: V8's background compiles and concurrent marking left out, as they come in bursts), over
+// one connection so that each turn of the event loop serves one request: a count that moves far less
+// than time does on a shared host. It shows what work clubhouse does, not what a cache miss costs
+// it; the counts are kept (`callgrind_annotate`).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -49,13 +54,21 @@ const CASES: Record<string, { readonly script: string; readonly path: string }> 
   detail: { script: 'group-detail.lua', path: '/api/group/1' },
 };
 const SECONDS = Number(process.env['PROFILE_SECONDS'] ?? '10');
-const WARMUP_SECONDS = 2;
 const WANTED = (process.env['PROFILE_CASES'] ?? Object.keys(CASES).join(',')).split(',');
 const STORES = process.env['PROFILE_STORES'] ?? 'sqlite';
 const TOOL = process.env['PROFILE_TOOL'] ?? 'v8';
+/** Under valgrind longer: V8 still compiles the hot functions (counted) after a few seconds there. */
+const WARMUP_SECONDS = TOOL === 'callgrind' ? 30 : 2;
 const PERF_BIN = '/usr/bin/perf';
 /** perf's sampling rate: a sample per 250 µs of CPU. */
 const PERF_HZ = 4000;
+const VALGRIND_BIN = '/usr/bin/valgrind';
+// valgrind's own scripts, from the same package.
+const CALLGRIND_ANNOTATE = '/usr/bin/callgrind_annotate';
+const CALLGRIND_CONTROL = '/usr/bin/callgrind_control';
+const CALLGRIND_ROTATION = 1000;
+/** What the tables count: µs of time, or (callgrind) thousands of instructions. */
+const UNIT = TOOL === 'callgrind' ? 'thousand instructions' : 'µs';
 const TOP = 30;
 const ROOT = path.join(import.meta.dirname, '..');
 
@@ -155,6 +168,8 @@ function perfMeasured(data: string): Measured {
 }
 
 const GC_SYMBOL = /Scaveng|MarkCompact|Sweeper|Marking|ConcurrentMark|Heap::|Evacuat|MemoryAllocator/;
+/** V8's compilers and parser: they run until the hot code is compiled, then hardly at all. */
+const COMPILER_SYMBOL = /compiler::|maglev::|baseline::|Compiler|Parser::|Scanner|Bytecode|interpreter::/;
 
 /** A perf sample's function and file, in the V8 tables' terms. */
 function perfSymbol(dso: string, kernel: boolean, symbol: string): { name: string; file: string } {
@@ -185,11 +200,62 @@ function table(title: string, pick: (m: Measured) => Map<string, number>, sides:
         `| ${name} | ${sides.map((side) => ((pick(side.profile).get(name) ?? 0) / side.requests).toFixed(2)).join(' | ')} |`,
     );
   return [
-    `| ${title} | ${sides.map((side) => `${side.label}, µs per request`).join(' | ')} |`,
+    `| ${title} | ${sides.map((side) => `${side.label}, ${UNIT} per request`).join(' | ')} |`,
     `|---|${sides.map(() => '---:').join('|')}|`,
     ...rows,
     `| all but idle | ${sides.map((side) => (side.profile.busy / side.requests).toFixed(2)).join(' | ')} |`,
   ].join('\n');
+}
+
+/**
+ * The same tables from a callgrind dump, in thousands of instructions: a function is a symbol (V8's
+ * generated code, JavaScript included, has none: one row), a file what kind of code it is.
+ */
+function callgrindMeasured(dump: string): Measured {
+  const report = execFileSync(CALLGRIND_ANNOTATE, ['--inclusive=no', '--threshold=100', dump], {
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const byFunction = new Map<string, number>();
+  const byFile = new Map<string, number>();
+  for (const line of report.split('\n')) {
+    // "  18,265,072 ( 4.84%)  file:function [object]"
+    const row = /^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*?)(?: \[([^\]]*)\])?$/.exec(line);
+    if (row === null || row[2] === 'PROGRAM TOTALS') continue;
+    const kIr = Number(row[1]!.replaceAll(',', '')) / 1000;
+    const object = row[3] ?? '???';
+    // The file before the first single colon (C++ names hold "::").
+    const symbol = row[2]!.replace(/^.*?(?<!:):(?!:)/, '');
+    let name = withoutArguments(symbol);
+    let file: string;
+    if (/^0x[0-9a-f]+$/.test(symbol)) {
+      name = '(V8 generated code: JavaScript, regular expressions, stubs)';
+      file = name;
+    } else if (object.endsWith('/node')) {
+      file = GC_SYMBOL.test(symbol)
+        ? '(garbage collector)'
+        : COMPILER_SYMBOL.test(symbol)
+          ? '(V8 compilers)'
+          : '(node and V8: C++, builtins)';
+    } else {
+      file = `(${path.basename(object)})`;
+    }
+    byFunction.set(name, (byFunction.get(name) ?? 0) + kIr);
+    byFile.set(file, (byFile.get(file) ?? 0) + kIr);
+  }
+  const busy = [...byFile.values()].reduce((sum, k) => sum + k, 0);
+  return { byFunction, byFile, idle: 0, busy };
+}
+
+/** A C++ symbol without its argument list ("ns::(anonymous namespace)::f(int) const": "ns::(anonymous namespace)::f"). */
+function withoutArguments(symbol: string): string {
+  let depth = 0;
+  for (let i = symbol.lastIndexOf(')'); i >= 0; i--) {
+    if (symbol[i] === ')') depth++;
+    else if (symbol[i] === '(' && --depth === 0) return symbol.slice(0, i);
+  }
+  return symbol;
 }
 
 interface Side {
@@ -209,13 +275,20 @@ async function profiled(
   loadFile: string,
 ): Promise<Side> {
   const url = `${server.url}${load.path}`;
-  const wrk = { url, script: load.script, loadFile, connections: 50, threads: 2 };
+  const sessions = readFileSync(loadFile, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '');
+  // Under valgrind a few hundred requests a second: the first CALLGRIND_ROTATION sessions, so that the
+  // warm-up still reads each twice and keeps them all (how many are kept changes no count per request).
+  const rotation = TOOL === 'callgrind' ? sessions.slice(0, CALLGRIND_ROTATION) : sessions;
+  const rotationFile = path.join(dir, 'rotation.txt');
+  writeFileSync(rotationFile, `${rotation.join('\n')}\n`);
+  const wrk =
+    TOOL === 'callgrind'
+      ? { url, script: load.script, loadFile: rotationFile, connections: 1, threads: 1 }
+      : { url, script: load.script, loadFile: rotationFile, connections: 50, threads: 2 };
   // Until every session of the rotation was read twice (on a crowded host a few seconds are not enough).
-  const least =
-    2 *
-    readFileSync(loadFile, 'utf8')
-      .split('\n')
-      .filter((line) => line !== '').length;
+  const least = 2 * rotation.length;
   const first = await runWrk({ ...wrk, seconds: WARMUP_SECONDS });
   // Each run starts the rotation over (wrk/common.lua): one run long enough to read it all.
   if (first.requests < least && first.requestsPerSecond > 0)
@@ -241,6 +314,30 @@ async function profiled(
     rmSync(`/tmp/perf-${server.pid}.map`, { force: true });
     return { label, requests: run.requests, rate: run.requestsPerSecond, profile, file: data };
   }
+  if (TOOL === 'callgrind') {
+    // Counted from zero over the measured run alone, then dumped (callgrind.out.<pid>.<n>).
+    const control = (...args: string[]) =>
+      execFileSync(CALLGRIND_CONTROL, [...args, String(server.pid)], { stdio: 'ignore' });
+    control('-z');
+    control('-i', 'on');
+    const run = await runWrk({ ...wrk, seconds: SECONDS });
+    control('-i', 'off');
+    control('-d');
+    await server.stop();
+    // callgrind.out.<dump>-<thread>: the main thread is 01.
+    const part = (entry: string) => Number(/^callgrind\.out\.(\d+)-01$/.exec(entry)?.[1] ?? Number.NaN);
+    const dumps = readdirSync(dir).filter((entry) => Number.isInteger(part(entry)));
+    const dump = dumps.sort((a, b) => part(a) - part(b)).at(-1);
+    if (dump === undefined) throw new Error(`no callgrind dump written for ${label}`);
+    const file = path.join(dir, dump);
+    return {
+      label,
+      requests: run.requests,
+      rate: run.requestsPerSecond,
+      profile: callgrindMeasured(file),
+      file,
+    };
+  }
   const run = await runWrk({ ...wrk, seconds: SECONDS });
   await server.stop();
   const file = readdirSync(dir).find((entry) => entry.endsWith('.cpuprofile'));
@@ -252,7 +349,8 @@ async function profiled(
 async function main(): Promise<void> {
   await ensureDebianPackage(WRK_BIN, 'wrk');
   if (TOOL === 'perf') await ensureDebianPackage(PERF_BIN, 'linux-perf');
-  else if (TOOL !== 'v8') throw new Error(`PROFILE_TOOL: unknown ${TOOL} (v8 or perf)`);
+  else if (TOOL === 'callgrind') await ensureDebianPackage(VALGRIND_BIN, 'valgrind');
+  else if (TOOL !== 'v8') throw new Error(`PROFILE_TOOL: unknown ${TOOL} (v8, perf or callgrind)`);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'clubhouse-profile-'));
   removeOnExit(dir);
   process.stderr.write('seeding 1 000 000 sessions, 100 000 groups …\n');
@@ -261,6 +359,18 @@ async function main(): Promise<void> {
   const stores = await sharedStores(dir);
   const profiling = (name: string) => {
     const out = mkdtempSync(path.join(os.tmpdir(), `clubhouse-profile-${name}-`));
+    if (TOOL === 'callgrind') {
+      // Instrumented only while measured (-i on): start-up and warm-up run 5-10 times slower, not 50.
+      const wrapper = [
+        VALGRIND_BIN,
+        '--tool=callgrind',
+        '--smc-check=all-non-file',
+        '--instr-atstart=no',
+        '--separate-threads=yes',
+        `--callgrind-out-file=${path.join(out, 'callgrind.out')}`,
+      ];
+      return { out, nodeArgs: [], wrapper };
+    }
     return {
       out,
       nodeArgs: TOOL === 'perf' ? ['--perf-basic-prof'] : ['--cpu-prof', `--cpu-prof-dir=${out}`],
@@ -289,6 +399,7 @@ async function main(): Promise<void> {
           dovecot,
           dir,
           nodeArgs: ours.nodeArgs,
+          ...('wrapper' in ours ? { wrapper: ours.wrapper } : {}),
           ...(stores?.settings === undefined ? {} : { settings: stores.settings }),
         }),
         ours.out,
@@ -298,7 +409,7 @@ async function main(): Promise<void> {
       const theirs = profiling(`baseline-${name}`);
       const baseline = await profiled(
         'baseline',
-        await startBaseline(`baseline ${name}`, answers, 1, dir, theirs.nodeArgs),
+        await startBaseline(`baseline ${name}`, answers, 1, dir, theirs),
         theirs.out,
         load,
         big.loadFile,
@@ -313,7 +424,9 @@ async function main(): Promise<void> {
               `- ${side.label}: ${Math.round(side.rate)} requests/s, ${
                 TOOL === 'perf'
                   ? `${(side.profile.busy / side.requests).toFixed(1)} µs of CPU per request (every thread)`
-                  : `${(side.profile.busy / side.requests).toFixed(1)} µs busy and ${(side.profile.idle / side.requests).toFixed(1)} µs idle per request`
+                  : TOOL === 'callgrind'
+                    ? `${(side.profile.busy / side.requests).toFixed(1)} thousand instructions per request (user space, main thread, one connection)`
+                    : `${(side.profile.busy / side.requests).toFixed(1)} µs busy and ${(side.profile.idle / side.requests).toFixed(1)} µs idle per request`
               }; ${side.file}`,
           ),
           '',

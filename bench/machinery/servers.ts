@@ -39,8 +39,15 @@ export interface Server {
 }
 
 /** Resolves once the port accepts and `workers` children run (when > 1); rejects if the process exits. */
-async function ready(child: ManagedChild, port: number, workers: number, tail: () => string, label: string) {
-  const deadline = Date.now() + START_TIMEOUT_MS;
+async function ready(
+  child: ManagedChild,
+  port: number,
+  workers: number,
+  tail: () => string,
+  label: string,
+  timeoutMs: number,
+) {
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (!child.running()) {
       await child.exited;
@@ -48,8 +55,7 @@ async function ready(child: ManagedChild, port: number, workers: number, tail: (
     }
     const pid = child.child.pid ?? 0;
     if ((await canConnect(port)) && (workers <= 1 || childrenOf(pid).length >= workers)) return;
-    if (Date.now() > deadline)
-      throw new Error(`${label} not serving after ${START_TIMEOUT_MS} ms:\n${tail()}`);
+    if (Date.now() > deadline) throw new Error(`${label} not serving after ${timeoutMs} ms:\n${tail()}`);
     await sleep(100);
   }
 }
@@ -80,6 +86,8 @@ interface StartOptions {
   readonly workers: number;
   /** Directory for the stdout/stderr files; also the cwd, so no `.env` of the checkout is read. */
   readonly dir: string;
+  /** A command node runs under (valgrind for bench/profile.ts), which keeps the pid and serves slower. */
+  readonly wrapper?: readonly string[];
 }
 
 /**
@@ -102,6 +110,7 @@ async function start(options: StartOptions): Promise<Server> {
       '-c',
       'exec "$@" >>"$0" 2>>"$0.err"',
       stdout,
+      ...(options.wrapper ?? []),
       NODE,
       '--disable-warning=ExperimentalWarning',
       ...options.args,
@@ -110,7 +119,15 @@ async function start(options: StartOptions): Promise<Server> {
   );
   const output = () => `${tailOf(stdout)}${tailOf(`${stdout}.err`)}`;
   try {
-    await ready(child, port, workers, output, label);
+    // valgrind translates node's start-up too: it may take minutes on a crowded machine.
+    await ready(
+      child,
+      port,
+      workers,
+      output,
+      label,
+      options.wrapper === undefined ? START_TIMEOUT_MS : 10 * START_TIMEOUT_MS,
+    );
     // Every worker listens on its own schedule; a moment for the last one.
     if (workers > 1) await sleep(500);
   } catch (err) {
@@ -145,6 +162,8 @@ export interface ClubhouseOptions {
   readonly settings?: Record<string, string>;
   /** More node flags after npm start's (e.g. --cpu-prof for bench/profile.ts). */
   readonly nodeArgs?: readonly string[];
+  /** A command node runs under (StartOptions.wrapper). */
+  readonly wrapper?: readonly string[];
 }
 
 /**
@@ -164,7 +183,7 @@ export async function startClubhouse(options: ClubhouseOptions): Promise<Server>
       : {};
   const settings = { DATABASE_URL: options.databaseUrl, PORT: String(port), ...imap, ...extra };
   // BENCH_TARGET=container: the image instead (container.ts); a profile's node flags need the checkout.
-  if (TARGET === 'container' && options.nodeArgs === undefined) {
+  if (TARGET === 'container' && options.nodeArgs === undefined && options.wrapper === undefined) {
     return startContainer(
       options.label,
       settings,
@@ -182,6 +201,7 @@ export async function startClubhouse(options: ClubhouseOptions): Promise<Server>
     port,
     workers: Number(extra['WORKERS'] ?? '1'),
     dir: options.dir,
+    ...(options.wrapper === undefined ? {} : { wrapper: options.wrapper }),
   });
 }
 
@@ -191,13 +211,13 @@ export async function startBaseline(
   answers: string,
   workers: number,
   dir: string,
-  nodeArgs: readonly string[] = [],
+  profiled: { readonly nodeArgs?: readonly string[]; readonly wrapper?: readonly string[] } = {},
 ) {
   const port = await freePort();
   return start({
     label,
     args: [
-      ...nodeArgs,
+      ...(profiled.nodeArgs ?? []),
       path.join(ROOT, 'bench', 'machinery', 'baseline.ts'),
       String(port),
       answers,
@@ -207,5 +227,6 @@ export async function startBaseline(
     port,
     workers,
     dir,
+    ...(profiled.wrapper === undefined ? {} : { wrapper: profiled.wrapper }),
   });
 }
