@@ -315,7 +315,7 @@ async function profiled(
     return { label, requests: run.requests, rate: run.requestsPerSecond, profile, file: data };
   }
   if (TOOL === 'callgrind') {
-    // Counted from zero over the measured run alone, then dumped (callgrind.out.<pid>.<n>).
+    // Counted from zero over the measured run alone, then dumped (callgrind.out.<dump>-<thread>).
     const control = (...args: string[]) =>
       execFileSync(CALLGRIND_CONTROL, [...args, String(server.pid)], { stdio: 'ignore' });
     control('-z');

@@ -118,16 +118,10 @@ async function start(options: StartOptions): Promise<Server> {
     { cwd: dir, env: { ...cleanEnvironment(), ...options.environment, ...options.settings } },
   );
   const output = () => `${tailOf(stdout)}${tailOf(`${stdout}.err`)}`;
+  // valgrind translates node's start-up too: it may take minutes on a crowded machine.
+  const timeoutMs = options.wrapper === undefined ? START_TIMEOUT_MS : 10 * START_TIMEOUT_MS;
   try {
-    // valgrind translates node's start-up too: it may take minutes on a crowded machine.
-    await ready(
-      child,
-      port,
-      workers,
-      output,
-      label,
-      options.wrapper === undefined ? START_TIMEOUT_MS : 10 * START_TIMEOUT_MS,
-    );
+    await ready(child, port, workers, output, label, timeoutMs);
     // Every worker listens on its own schedule; a moment for the last one.
     if (workers > 1) await sleep(500);
   } catch (err) {
