@@ -82,11 +82,35 @@ function fileOf(url: string): string {
   return local;
 }
 
+/** A profile's amounts (µs, or thousands of instructions) by function and by file, and the idle time. */
+interface Measured {
+  readonly byFunction: Map<string, number>;
+  readonly byFile: Map<string, number>;
+  readonly idle: number;
+  readonly busy: number;
+}
+
+/** Sums amounts by function and by file as a profile is read; `done` gives the Measured. */
+function tally() {
+  const byFunction = new Map<string, number>();
+  const byFile = new Map<string, number>();
+  return {
+    add(name: string, file: string, amount: number): void {
+      byFunction.set(name, (byFunction.get(name) ?? 0) + amount);
+      byFile.set(file, (byFile.get(file) ?? 0) + amount);
+    },
+    done(idle = 0): Measured {
+      const busy = [...byFile.values()].reduce((sum, amount) => sum + amount, 0);
+      return { byFunction, byFile, idle, busy };
+    },
+  };
+}
+
 /**
  * Time (µs) by function and by file of the samples of the measured run alone: the last SECONDS up to
  * the last sample that served a request (start-up, module loading and the warm-up left out).
  */
-function measured(profile: Profile) {
+function measured(profile: Profile): Measured {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
@@ -103,8 +127,7 @@ function measured(profile: Profile) {
     if (serving(id)) lastServing = clock;
   });
   const from = lastServing - SECONDS * 1e6;
-  const byFunction = new Map<string, number>();
-  const byFile = new Map<string, number>();
+  const sums = tally();
   let idle = 0;
   clock = 0;
   profile.samples.forEach((id, i) => {
@@ -118,14 +141,10 @@ function measured(profile: Profile) {
     }
     const file = fileOf(url);
     const name = `${functionName || '(anonymous)'} ${file}${url === '' ? '' : `:${lineNumber + 1}`}`;
-    byFunction.set(name, (byFunction.get(name) ?? 0) + us);
-    byFile.set(file, (byFile.get(file) ?? 0) + us);
+    sums.add(name, file, us);
   });
-  const busy = [...byFile.values()].reduce((sum, us) => sum + us, 0);
-  return { byFunction, byFile, idle, busy };
+  return sums.done(idle);
 }
-
-type Measured = ReturnType<typeof measured>;
 
 /**
  * The same tables from a perf.data of `perf record -e cpu-clock` (CPU time, every thread; nothing is
@@ -152,19 +171,16 @@ function perfMeasured(data: string): Measured {
     ],
     { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] },
   );
-  const byFunction = new Map<string, number>();
-  const byFile = new Map<string, number>();
+  const sums = tally();
   for (const line of report.split('\n')) {
     const [period, dso, sym] = line.split('\t').map((field) => field.trim());
     if (period === undefined || !/^\d+$/.test(period) || dso === undefined || sym === undefined) continue;
     const us = Number(period) / 1000;
     const symbol = sym.replace(/^\[.\]\s*/, '');
     const { name, file } = perfSymbol(dso, sym.startsWith('[k]'), symbol);
-    byFunction.set(name, (byFunction.get(name) ?? 0) + us);
-    byFile.set(file, (byFile.get(file) ?? 0) + us);
+    sums.add(name, file, us);
   }
-  const busy = [...byFile.values()].reduce((sum, us) => sum + us, 0);
-  return { byFunction, byFile, idle: 0, busy };
+  return sums.done();
 }
 
 const GC_SYMBOL = /Scaveng|MarkCompact|Sweeper|Marking|ConcurrentMark|Heap::|Evacuat|MemoryAllocator/;
@@ -217,8 +233,7 @@ function callgrindMeasured(dump: string): Measured {
     maxBuffer: 256 * 1024 * 1024,
     stdio: ['ignore', 'pipe', 'ignore'],
   });
-  const byFunction = new Map<string, number>();
-  const byFile = new Map<string, number>();
+  const sums = tally();
   for (const line of report.split('\n')) {
     // "  18,265,072 ( 4.84%)  file:function [object]"
     const row = /^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*?)(?: \[([^\]]*)\])?$/.exec(line);
@@ -241,11 +256,9 @@ function callgrindMeasured(dump: string): Measured {
     } else {
       file = `(${path.basename(object)})`;
     }
-    byFunction.set(name, (byFunction.get(name) ?? 0) + kIr);
-    byFile.set(file, (byFile.get(file) ?? 0) + kIr);
+    sums.add(name, file, kIr);
   }
-  const busy = [...byFile.values()].reduce((sum, k) => sum + k, 0);
-  return { byFunction, byFile, idle: 0, busy };
+  return sums.done();
 }
 
 /** A C++ symbol without its argument list ("ns::(anonymous namespace)::f(int) const": "ns::(anonymous namespace)::f"). */
@@ -264,6 +277,15 @@ interface Side {
   readonly rate: number;
   readonly profile: Measured;
   readonly file: string;
+}
+
+/** What a side's profile counted per request, in the tool's terms. */
+function perRequest({ profile, requests }: Side): string {
+  const busy = (profile.busy / requests).toFixed(1);
+  if (TOOL === 'perf') return `${busy} µs of CPU per request (every thread)`;
+  if (TOOL === 'callgrind')
+    return `${busy} thousand instructions per request (user space, main thread, one connection)`;
+  return `${busy} µs busy and ${(profile.idle / requests).toFixed(1)} µs idle per request`;
 }
 
 /** Loads `server` (warm-up, then the measured run), stops it, and reads its profile in `dir`. */
@@ -421,13 +443,7 @@ async function main(): Promise<void> {
           '',
           ...sides.map(
             (side) =>
-              `- ${side.label}: ${Math.round(side.rate)} requests/s, ${
-                TOOL === 'perf'
-                  ? `${(side.profile.busy / side.requests).toFixed(1)} µs of CPU per request (every thread)`
-                  : TOOL === 'callgrind'
-                    ? `${(side.profile.busy / side.requests).toFixed(1)} thousand instructions per request (user space, main thread, one connection)`
-                    : `${(side.profile.busy / side.requests).toFixed(1)} µs busy and ${(side.profile.idle / side.requests).toFixed(1)} µs idle per request`
-              }; ${side.file}`,
+              `- ${side.label}: ${Math.round(side.rate)} requests/s, ${perRequest(side)}; ${side.file}`,
           ),
           '',
           table('file', (m) => m.byFile, sides),

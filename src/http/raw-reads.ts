@@ -25,7 +25,8 @@ import { requestId } from './request-id.ts';
 
 /**
  * An answer from memory. `ascii`: the body is a string of ASCII characters only, sent as latin1
- * (no encoding to do); any other string is sent as UTF-8, a Buffer as it is.
+ * (no encoding to do); any other string is measured, and sent as latin1 too if it turns out ASCII,
+ * else as UTF-8; a Buffer as it is.
  */
 export interface RawAnswer {
   readonly status: number;
