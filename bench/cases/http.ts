@@ -3,22 +3,57 @@
 // seeded against 1 000 000 (the same 1 000-session working set, each in a fresh process).
 
 import { readFileSync } from 'node:fs';
-import { medianRound } from '../machinery/compare.ts';
-import { type BenchContext, contest, wrkContestant } from '../machinery/contest.ts';
+import { median, medianRound, ratiosOf, type Side } from '../machinery/compare.ts';
+import { type BenchContext, type Contestant, contest, wrkContestant } from '../machinery/contest.ts';
 import { sanityCheck } from '../machinery/measures.ts';
 import { memoryOf } from '../machinery/procs.ts';
 import { startClubhouse } from '../machinery/servers.ts';
 import { type CaseResult, caseRow } from '../report/case-rows.ts';
 import { fixed, MIB } from '../report/markdown.ts';
 
+/**
+ * The sides of a read case: the baseline, clubhouse and, when there is one, the baseline answering
+ * each session with its own bytes, in the same rounds.
+ */
+function readContestants(context: BenchContext, script: string, urlPath: string): Contestant[] {
+  const { baseline, sessionBaseline, clubhouse, big } = context;
+  return [
+    wrkContestant('baseline', baseline, script, urlPath, big.loadFile),
+    wrkContestant('clubhouse', clubhouse, script, urlPath, big.loadFile),
+    ...(sessionBaseline === null
+      ? []
+      : [wrkContestant('baseline per session', sessionBaseline, script, urlPath, big.loadFile)]),
+  ];
+}
+
+/**
+ * clubhouse against the per-session baseline, with no target: how far it is from the fastest server
+ * that answers each user with their own bytes, and how far that server itself is from the replay.
+ */
+function perSessionRows(name: string, chartLabel: string, sides: readonly Side[], peaks: readonly number[]) {
+  const [replay, clubhouse, perSession] = sides;
+  if (replay === undefined || clubhouse === undefined || perSession === undefined) return [];
+  const itself = median(ratiosOf(perSession, replay));
+  return [
+    caseRow({
+      name: `${name}: clubhouse vs each session's own answer`,
+      chartLabel: `${chartLabel} vs per session`,
+      reference: perSession,
+      subject: clubhouse,
+      peaks: [peaks[2]!, peaks[1]!],
+      minimum: null,
+      notes: [
+        `the baseline per session sends each load session its own recorded answer, found by the cookie in a Map; it ran at ${fixed(itself, 3)}× the baseline's rate in the same rounds`,
+      ],
+    }),
+  ];
+}
+
 /** check with a valid session (10 000 rotating of 1 000 000), then without a cookie. */
 export async function checkCases(context: BenchContext): Promise<CaseResult> {
   const { baseline, clubhouse, big, log } = context;
   log('GET /api/auth/check, valid session (rotating 10 000)');
-  const valid = await contest(context, [
-    wrkContestant('baseline', baseline, 'check.lua', '/api/auth/check', big.loadFile),
-    wrkContestant('clubhouse', clubhouse, 'check.lua', '/api/auth/check', big.loadFile),
-  ]);
+  const valid = await contest(context, readContestants(context, 'check.lua', '/api/auth/check'));
   const p99 = medianRound(valid.sides[1]!).p99Ms;
   log('GET /api/auth/check, no cookie');
   const anonymous = await contest(context, [
@@ -37,6 +72,7 @@ export async function checkCases(context: BenchContext): Promise<CaseResult> {
         minimum: 0.85,
         verdicts: [{ target: 'p99 ≤ 10 ms', actual: `${fixed(p99, 2)} ms`, pass: p99 <= 10 }],
       }),
+      ...perSessionRows('GET /api/auth/check, valid session', 'check', valid.sides, valid.peaks),
       caseRow({
         name: 'GET /api/auth/check, no cookie (403 expected)',
         chartLabel: 'check, no cookie',
@@ -53,7 +89,7 @@ export async function checkCases(context: BenchContext): Promise<CaseResult> {
 
 /** The group list (20 groups each) and a group's detail (one of the user's own). */
 export async function groupCases(context: BenchContext, listBytes: number): Promise<CaseResult> {
-  const { baseline, clubhouse, big, log } = context;
+  const { log } = context;
   const rows = [];
   for (const [name, chartLabel, script, urlPath, minimum] of [
     [
@@ -66,10 +102,7 @@ export async function groupCases(context: BenchContext, listBytes: number): Prom
     ['GET /api/group/{id} (own groups)', 'group detail', 'group-detail.lua', '/api/group/1', 0.85],
   ] as const) {
     log(name);
-    const { sides, peaks } = await contest(context, [
-      wrkContestant('baseline', baseline, script, urlPath, big.loadFile),
-      wrkContestant('clubhouse', clubhouse, script, urlPath, big.loadFile),
-    ]);
+    const { sides, peaks } = await contest(context, readContestants(context, script, urlPath));
     rows.push(
       caseRow({
         name,
@@ -79,6 +112,7 @@ export async function groupCases(context: BenchContext, listBytes: number): Prom
         peaks: [peaks[0]!, peaks[1]!],
         minimum,
       }),
+      ...perSessionRows(name, chartLabel, sides, peaks),
     );
   }
   return { rows, memory: [] };

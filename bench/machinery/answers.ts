@@ -27,9 +27,10 @@ interface Raw {
   readonly body: string;
 }
 
-function get(url: string, cookie: string | null): Promise<Raw> {
+function get(url: string, cookie: string | null, agent?: http.Agent): Promise<Raw> {
   return new Promise((resolve, reject) => {
-    const request = http.get(url, { headers: cookie === null ? {} : { cookie } }, (response) => {
+    const headers = cookie === null ? {} : { cookie };
+    const request = http.get(url, { headers, ...(agent === undefined ? {} : { agent }) }, (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('end', () =>
@@ -76,6 +77,56 @@ export async function recordAnswers(clubhouse: Server, loadFile: string, file: s
   }
   writeFileSync(file, JSON.stringify(answers));
   return answers;
+}
+
+/** One session's own answer bodies: check, the group list, and the detail of each of its user's groups. */
+interface OwnAnswers {
+  readonly check: string;
+  readonly list: string;
+  /** By group id, as the detail's path has it. */
+  readonly details: Readonly<Record<string, string>>;
+}
+
+/** Each session of the load file (its raw id) to its own answers. */
+export type SessionAnswers = Readonly<Record<string, OwnAnswers>>;
+
+/** Requests at once while recording every session's answers. */
+const RECORDING_CONCURRENCY = 16;
+
+/**
+ * Records, for every session of `loadFile`, clubhouse's own answers to what the wrk scripts send with
+ * it (check, the list, the detail of each group on its line) into `file` (JSON): what a baseline
+ * that answers each session with its own bytes sends (baseline.ts, per session). Each must be a 200.
+ */
+export async function recordSessionAnswers(clubhouse: Server, loadFile: string, file: string): Promise<void> {
+  const lines = readFileSync(loadFile, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => line.split(' '));
+  const agent = new http.Agent({ keepAlive: true, maxSockets: RECORDING_CONCURRENCY });
+  const answers: Record<string, OwnAnswers> = {};
+  let next = 0;
+  const recorder = async () => {
+    while (next < lines.length) {
+      const [id = '', ...groups] = lines[next++]!;
+      const body = async (urlPath: string) => {
+        const raw = await get(`${clubhouse.url}${urlPath}`, `sessionid=${id}`, agent);
+        if (raw.status !== 200) throw new Error(`recording ${urlPath}: clubhouse answered ${raw.status}`);
+        return raw.body;
+      };
+      const check = await body('/api/auth/check');
+      const list = await body('/api/group/');
+      const details: Record<string, string> = {};
+      for (const group of groups) details[group] = await body(`/api/group/${group}`);
+      answers[id] = { check, list, details };
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: RECORDING_CONCURRENCY }, recorder));
+  } finally {
+    agent.destroy();
+  }
+  writeFileSync(file, JSON.stringify(answers));
 }
 
 /**

@@ -4,18 +4,24 @@
 // whether a cookie came). HTTP/1.1 with keep-alive, Date and Content-Length as node:http writes
 // them; HEAD gets no body, other methods 405. WORKERS > 1 forks node:cluster workers, as clubhouse
 // scales.
-// Usage: node bench/machinery/baseline.ts PORT ANSWERS.json [WORKERS]
+// With SESSION_ANSWERS.json (answers.ts, recordSessionAnswers), the fastest correct server for the
+// load instead: each session's own answers, found by its cookie in a Map (check, the list, and the
+// detail of each of its user's groups); the headers are the same recorded ones. It serves a working
+// set as large as clubhouse's (10 000 users' lists), where the replay sends one answer from the
+// processor's caches: what serving every user their own bytes costs any server on this machine.
+// Usage: node bench/machinery/baseline.ts PORT ANSWERS.json [WORKERS] [SESSION_ANSWERS.json]
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import type { Answer, Answers } from './answers.ts';
+import type { Answer, Answers, SessionAnswers } from './answers.ts';
 
 const port = Number(process.argv[2]);
 const file = process.argv[3];
 const workers = Number(process.argv[4] ?? '1');
+const sessionFile = process.argv[5];
 
 if (!Number.isInteger(port) || port <= 0 || file === undefined || !Number.isInteger(workers)) {
-  process.stderr.write('usage: baseline.ts PORT ANSWERS.json [WORKERS]\n');
+  process.stderr.write('usage: baseline.ts PORT ANSWERS.json [WORKERS] [SESSION_ANSWERS.json]\n');
   process.exit(2);
 }
 
@@ -25,16 +31,46 @@ interface Prepared {
   readonly body: Buffer;
 }
 
-function prepare(answer: Answer): Prepared {
-  const body = Buffer.from(answer.body, 'utf8');
-  const headers = [...answer.headers];
-  const length = headers.findIndex((name, i) => i % 2 === 0 && name.toLowerCase() === 'content-length');
-  if (length >= 0) headers[length + 1] = String(body.length);
-  else headers.push('content-length', String(body.length));
-  return { status: answer.status, headers, body };
+function withLength(recorded: readonly string[], length: number): string[] {
+  const headers = [...recorded];
+  const at = headers.findIndex((name, i) => i % 2 === 0 && name.toLowerCase() === 'content-length');
+  if (at >= 0) headers[at + 1] = String(length);
+  else headers.push('content-length', String(length));
+  return headers;
 }
 
-function serve(answers: Answers): void {
+function prepare(answer: Answer): Prepared {
+  const body = Buffer.from(answer.body, 'utf8');
+  return { status: answer.status, headers: withLength(answer.headers, body.length), body };
+}
+
+/** `answer`'s status and headers with other bodies: one header list per body length. */
+function withBodies(answer: Prepared): (body: string) => Prepared {
+  const byLength = new Map<number, string[]>();
+  return (text) => {
+    const body = Buffer.from(text, 'utf8');
+    let headers = byLength.get(body.length);
+    if (headers === undefined) {
+      headers = withLength(answer.headers, body.length);
+      byLength.set(body.length, headers);
+    }
+    return { status: answer.status, headers, body };
+  };
+}
+
+interface Own {
+  readonly check: Prepared;
+  readonly list: Prepared;
+  readonly details: Map<string, Prepared>;
+}
+
+/** The session cookie's value in a Cookie header (RFC 6265: pairs separated by "; "). */
+function sessionOf(cookie: string): string | undefined {
+  for (const pair of cookie.split('; ')) if (pair.startsWith('sessionid=')) return pair.slice(10);
+  return undefined;
+}
+
+function serve(answers: Answers, sessions: SessionAnswers | null): void {
   const CHECK = prepare(answers.check);
   const ANONYMOUS = prepare(answers['check-anonymous']);
   const LIST = prepare(answers['group-list']);
@@ -46,7 +82,17 @@ function serve(answers: Answers): void {
     body: '{"detail":"Method not allowed."}',
   });
 
-  const server = http.createServer((request, response) => {
+  let own: Map<string, Own> | null = null;
+  if (sessions !== null) {
+    const [check, list, detail] = [withBodies(CHECK), withBodies(LIST), withBodies(DETAIL)];
+    own = new Map();
+    for (const [id, bodies] of Object.entries(sessions)) {
+      const details = new Map(Object.entries(bodies.details).map(([group, body]) => [group, detail(body)]));
+      own.set(id, { check: check(bodies.check), list: list(bodies.list), details });
+    }
+  }
+  // The replay: chosen by the path alone (and, for check, whether a cookie came).
+  const replay = (request: http.IncomingMessage, response: http.ServerResponse) => {
     const url = request.url ?? '';
     let answer: Prepared;
     if (request.method !== 'GET' && request.method !== 'HEAD') answer = NOT_ALLOWED;
@@ -57,7 +103,28 @@ function serve(answers: Answers): void {
     response.writeHead(answer.status, answer.headers);
     // node:http leaves the body out for HEAD by itself.
     response.end(answer.body);
-  });
+  };
+  // Each session's own answers; a session not recorded is nobody (the load sends none).
+  const ownAnswer = (mine: Own | undefined, url: string): Prepared => {
+    if (url === '/api/auth/check') return mine?.check ?? ANONYMOUS;
+    if (url === '/api/group/') return mine?.list ?? NOT_FOUND;
+    if (url.startsWith('/api/group/')) return mine?.details.get(url.slice('/api/group/'.length)) ?? NOT_FOUND;
+    return NOT_FOUND;
+  };
+  const perSession =
+    (bySession: Map<string, Own>) => (request: http.IncomingMessage, response: http.ServerResponse) => {
+      const { cookie } = request.headers;
+      const answer =
+        request.method !== 'GET' && request.method !== 'HEAD'
+          ? NOT_ALLOWED
+          : ownAnswer(
+              cookie === undefined ? undefined : bySession.get(sessionOf(cookie) ?? ''),
+              request.url ?? '',
+            );
+      response.writeHead(answer.status, answer.headers);
+      response.end(answer.body);
+    };
+  const server = http.createServer(own === null ? replay : perSession(own));
   // clubhouse's KEEP_ALIVE_TIMEOUT_MS default, so both keep connections alike.
   server.keepAliveTimeout = 72_000;
   server.listen(port, '127.0.0.1');
@@ -73,5 +140,8 @@ if (workers > 1 && cluster.isPrimary) {
     process.exit(0);
   });
 } else {
-  serve(JSON.parse(readFileSync(file, 'utf8')) as Answers);
+  serve(
+    JSON.parse(readFileSync(file, 'utf8')) as Answers,
+    sessionFile === undefined ? null : (JSON.parse(readFileSync(sessionFile, 'utf8')) as SessionAnswers),
+  );
 }

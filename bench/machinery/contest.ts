@@ -23,6 +23,8 @@ export interface BenchContext {
   /** The baseline's answers (answers.ts). */
   readonly answers: string;
   readonly baseline: Server;
+  /** Each session's own answers (baseline.ts); null when no read case runs. */
+  readonly sessionBaseline: Server | null;
   readonly clubhouse: Server;
   /** Registers a server for the final cleanup; returns it. */
   readonly track: (server: Server) => Server;

@@ -205,22 +205,28 @@ export async function startBaseline(
   answers: string,
   workers: number,
   dir: string,
-  profiled: { readonly nodeArgs?: readonly string[]; readonly wrapper?: readonly string[] } = {},
+  options: {
+    readonly nodeArgs?: readonly string[];
+    readonly wrapper?: readonly string[];
+    /** Each session's own answers (answers.ts, recordSessionAnswers): the per-session baseline. */
+    readonly sessionAnswers?: string;
+  } = {},
 ) {
   const port = await freePort();
   return start({
     label,
     args: [
-      ...(profiled.nodeArgs ?? []),
+      ...(options.nodeArgs ?? []),
       path.join(ROOT, 'bench', 'machinery', 'baseline.ts'),
       String(port),
       answers,
       String(workers),
+      ...(options.sessionAnswers === undefined ? [] : [options.sessionAnswers]),
     ],
     settings: {},
     port,
     workers,
     dir,
-    ...(profiled.wrapper === undefined ? {} : { wrapper: profiled.wrapper }),
+    ...(options.wrapper === undefined ? {} : { wrapper: options.wrapper }),
   });
 }
