@@ -27,8 +27,9 @@ function readContestants(context: BenchContext, script: string, urlPath: string)
 }
 
 /**
- * clubhouse against the per-session baseline, with no target: how far it is from the fastest server
- * that answers each user with their own bytes, and how far that server itself is from the replay.
+ * clubhouse against the per-session baseline, with no target: how far it is from a server that
+ * answers each user with their own bytes and does nothing else, and how far that server itself is
+ * from the replay.
  */
 function perSessionRows(name: string, chartLabel: string, sides: readonly Side[], peaks: readonly number[]) {
   const [replay, clubhouse, perSession] = sides;

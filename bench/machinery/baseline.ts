@@ -4,11 +4,11 @@
 // whether a cookie came). HTTP/1.1 with keep-alive, Date and Content-Length as node:http writes
 // them; HEAD gets no body, other methods 405. WORKERS > 1 forks node:cluster workers, as clubhouse
 // scales.
-// With SESSION_ANSWERS.json (answers.ts, recordSessionAnswers), the fastest correct server for the
-// load instead: each session's own answers, found by its cookie in a Map (check, the list, and the
-// detail of each of its user's groups); the headers are the same recorded ones. It serves a working
-// set as large as clubhouse's (10 000 users' lists), where the replay sends one answer from the
-// processor's caches: what serving every user their own bytes costs any server on this machine.
+// With SESSION_ANSWERS.json (answers.ts, recordSessionAnswers), a correct server for the load
+// instead, as direct as node:http allows: each session's own answers, found by its cookie in a Map
+// (check, the list, and the detail of each of its user's groups), with the same recorded headers. It
+// reads from a working set as large as clubhouse's (10 000 users' lists), where the replay sends one
+// answer from the processor's caches: what serving every user their own bytes costs a server here.
 // Usage: node bench/machinery/baseline.ts PORT ANSWERS.json [WORKERS] [SESSION_ANSWERS.json]
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
