@@ -4,8 +4,9 @@
 // (its default settings) and the baseline, each with node's --cpu-prof, loads each with the bench's
 // wrk scripts (a warm-up of at least 2 s that reads every session of the rotation twice, then the
 // measured run), stops it (the profile is written at exit), and prints, from the samples of the measured run only, each side's time per request by file and by
-// function: what clubhouse does that the baseline does not. PROFILE_CASES=check,no-cookie,groups,
-// detail (default: all), PROFILE_SECONDS (default 10), PROFILE_STORES=sqlite (default), postgres
+// function: what clubhouse does that the baseline does not, and beside them the baseline per session
+// (each session's own answers, found by its cookie: baseline.ts), a correct server that does nothing
+// else. PROFILE_CASES=check,no-cookie,groups,detail (default: all), PROFILE_SECONDS (default 10), PROFILE_STORES=sqlite (default), postgres
 // (the database on a private PostgreSQL) or redis (and SESSION_STORE on a private Redis): one
 // clubhouse on the shared stores, seeded as the bench's instances case seeds them. The .cpuprofile files are kept (paths
 // printed) for a flame graph in Chrome's DevTools or speedscope. A sample is wall time on the main
@@ -29,7 +30,7 @@ import { removeOnExit } from '../test/helpers/child.ts';
 import { startDovecot } from '../test/helpers/dovecot.ts';
 import { startPostgres } from '../test/helpers/postgres.ts';
 import { startRedis } from '../test/helpers/redis.ts';
-import { recordAnswers } from './machinery/answers.ts';
+import { recordAnswers, recordSessionAnswers } from './machinery/answers.ts';
 import { BIG } from './machinery/options.ts';
 import { seedDatabase } from './machinery/seed.ts';
 import { seedSharedStores } from './machinery/seed-stores.ts';
@@ -408,6 +409,8 @@ async function main(): Promise<void> {
     });
     const answers = path.join(dir, 'answers.json');
     await recordAnswers(recorder, big.loadFile, answers);
+    const sessionAnswers = path.join(dir, 'session-answers.json');
+    await recordSessionAnswers(recorder, big.loadFile, sessionAnswers);
     await recorder.stop();
     for (const name of WANTED) {
       const load = CASES[name];
@@ -437,6 +440,22 @@ async function main(): Promise<void> {
         big.loadFile,
       );
       const sides = [clubhouse, baseline];
+      // Without a cookie the baseline per session sends the replay's own answer: nothing to add.
+      if (name !== 'no-cookie') {
+        const ownAnswers = profiling(`per-session-${name}`);
+        sides.push(
+          await profiled(
+            'per session',
+            await startBaseline(`baseline per session ${name}`, answers, 1, dir, {
+              ...ownAnswers,
+              sessionAnswers,
+            }),
+            ownAnswers.out,
+            load,
+            big.loadFile,
+          ),
+        );
+      }
       process.stdout.write(
         [
           `## ${name}: ${load.path}, clubhouse on ${STORES} (load average ${os.loadavg()[0]!.toFixed(2)})`,
