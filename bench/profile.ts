@@ -6,8 +6,8 @@
 // measured run), stops it (the profile is written at exit), and prints, from the samples of the measured run only, each side's time per request by file and by
 // function: what clubhouse does that the baseline does not, and beside them the baseline per session
 // (each session's own answers, found by its cookie: baseline.ts), a correct server that does nothing
-// else. PROFILE_CASES=check,no-cookie,groups,detail (default: all), PROFILE_SECONDS (default 10), PROFILE_STORES=sqlite (default), postgres
-// (the database on a private PostgreSQL) or redis (and SESSION_STORE on a private Redis): one
+// else. PROFILE_CASES=check,no-cookie,groups,detail (default: all), PROFILE_SECONDS (default 10),
+// PROFILE_STORES=sqlite (default), postgres (the database on a private PostgreSQL) or redis (and SESSION_STORE on a private Redis): one
 // clubhouse on the shared stores, seeded as the bench's instances case seeds them. The .cpuprofile files are kept (paths
 // printed) for a flame graph in Chrome's DevTools or speedscope. A sample is wall time on the main
 // thread: on a busy host it includes what the machine makes the process wait, as users would see.

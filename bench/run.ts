@@ -238,7 +238,7 @@ async function main(cleanup: Cleanup): Promise<{ report: string; chart: string }
         'precomputed, chosen by path alone (bench/machinery/baseline.ts); WORKERS=2: the same with 2 node:cluster workers; ' +
         'two instances: two such processes. Baseline per session (check, list, detail rows "vs each session\'s own ' +
         'answer", no target): the same server answering each load session with its own recorded answers, found by ' +
-        `the cookie in a Map, the fastest correct server for a load of ${BIG.loadSessions.toLocaleString('en-US')} users`,
+        `the cookie in a Map: a correct server for a load of ${BIG.loadSessions.toLocaleString('en-US')} users that does nothing else`,
       `npm start's environment, given to every clubhouse started: ${
         Object.entries(npmStart().environment)
           .map(([name, value]) => `\`${name}=${value}\``)
