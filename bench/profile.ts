@@ -284,8 +284,7 @@ interface Side {
 function perRequest({ profile, requests }: Side): string {
   const busy = (profile.busy / requests).toFixed(1);
   if (TOOL === 'perf') return `${busy} µs of CPU per request (every thread)`;
-  if (TOOL === 'callgrind')
-    return `${busy} thousand instructions per request (user space, main thread, one connection)`;
+  if (TOOL === 'callgrind') return `${busy} ${UNIT} per request (user space, main thread, one connection)`;
   return `${busy} µs busy and ${(profile.idle / requests).toFixed(1)} µs idle per request`;
 }
 
