@@ -21,22 +21,21 @@ export function nodeServerFactory(
   options: NodeServerOptions,
 ): (handler: Handler, fastifyOptions: { http?: ServerOptions }) => Server {
   return (handler, fastifyOptions) => {
+    // Fastify answers what the raw path leaves, at once or after an asynchronous catch-up; one
+    // that is half-written already is cut, so the client does not wait.
+    const fallback = (request: IncomingMessage, response: ServerResponse) => {
+      if (!response.headersSent) handler(request, response);
+      else if (!response.writableEnded) response.destroy();
+    };
     const server = createServer(fastifyOptions.http ?? {}, (request, response) => {
       let answered = false;
-      // A raw answer that turns out to need Fastify after all (after an asynchronous catch-up).
-      const fallback = () => {
-        if (!response.headersSent) handler(request, response);
-        else if (!response.writableEnded) response.destroy();
-      };
       try {
         answered = options.raw(request, response, fallback);
       } catch (err) {
         // Never let the raw path take the process down: the Fastify route answers instead.
         options.logger.error({ err }, 'raw read path failed');
       }
-      if (answered) return;
-      if (!response.headersSent) handler(request, response);
-      else if (!response.writableEnded) response.destroy(); // half-written: the client must not wait
+      if (!answered) fallback(request, response);
     });
     server.on('connect', (request, socket) => {
       // Always a net.Socket on this server (no custom transport).

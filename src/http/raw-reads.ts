@@ -103,12 +103,12 @@ export interface RawReadDeps {
 
 /**
  * Answers a request on the raw path (true), or leaves it to Fastify (false); having answered true, it
- * may still hand the request to Fastify later, by calling `fallback` (after a catch-up).
+ * may still hand the request to Fastify later, by calling `fallback` with it (after a catch-up).
  */
 export type RawHandler = (
   request: IncomingMessage,
   response: ServerResponse,
-  fallback: () => void,
+  fallback: (request: IncomingMessage, response: ServerResponse) => void,
 ) => boolean;
 
 /** The raw read handler over the endpoints entered in `deps.routes`. */
@@ -161,11 +161,11 @@ export function rawReads(deps: RawReadDeps): RawHandler {
         } catch (err) {
           logger.error({ err }, 'raw read path failed');
         }
-        if (result === undefined) fallback();
+        if (result === undefined) fallback(request, response);
         else send(request, response, route, result, started);
       },
       // The store is asked by the Fastify route: its answer, or its 503 (contract §2).
-      fallback,
+      () => fallback(request, response),
     );
     return true;
   };
