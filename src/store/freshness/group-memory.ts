@@ -337,8 +337,7 @@ export class GroupMemory {
     const kept = this.#groups.get(id);
     const memberships = this.#members.get(username);
     if (kept === undefined || memberships === undefined) return undefined;
-    // The kept bytes as they are (a view): the detail is written from them as bytes (GroupJson).
-    return this.#json.detail(kept.chunk.subarray(kept.start, kept.end), statusOf(memberships, id));
+    return this.#json.detail(bytesOf(kept), statusOf(memberships, id));
   }
 
   /**
