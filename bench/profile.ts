@@ -21,6 +21,10 @@
 // one connection so that each turn of the event loop serves one request: a count that moves far less
 // than time does on a shared host. It shows what work clubhouse does, not what a cache miss costs
 // it; the counts are kept (`callgrind_annotate`).
+// PROFILE_TOOL=gc counts the garbage collector's work instead, from node's --trace-gc lines of the
+// measured run: how many young and full collections, their pauses per request, the bytes each young
+// collection freed (about what was allocated per request), and the process's peak RSS. Unlike time,
+// these hardly move with the host; the log is kept.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -68,7 +72,7 @@ const VALGRIND_BIN = '/usr/bin/valgrind';
 const CALLGRIND_ANNOTATE = '/usr/bin/callgrind_annotate';
 const CALLGRIND_CONTROL = '/usr/bin/callgrind_control';
 const CALLGRIND_ROTATION = 1000;
-/** What the tables count: µs of time, or (callgrind) thousands of instructions. */
+/** What the tables count: µs of time (of collector pauses, for gc), or (callgrind) thousands of instructions. */
 const UNIT = TOOL === 'callgrind' ? 'thousand instructions' : 'µs';
 const TOP = 30;
 const ROOT = path.join(import.meta.dirname, '..');
@@ -89,6 +93,17 @@ interface Measured {
   readonly byFile: Map<string, number>;
   readonly idle: number;
   readonly busy: number;
+  /** PROFILE_TOOL=gc: what the collections were, beside their pauses (the amounts). */
+  readonly collections?: Collections;
+}
+
+interface Collections {
+  readonly young: number;
+  readonly full: number;
+  /** MB the young collections freed: about what was allocated meanwhile. */
+  readonly youngFreedMb: number;
+  /** The process's VmHWM at the end of the measured run. */
+  readonly peakRssMib: number;
 }
 
 /** Sums amounts by function and by file as a profile is read; `done` gives the Measured. */
@@ -182,6 +197,43 @@ function perfMeasured(data: string): Measured {
     sums.add(name, file, us);
   }
   return sums.done();
+}
+
+// A --trace-gc line: "[pid:0x…]  1234 ms: Scavenge 152.0 (156.0) -> 150.2 (156.0) MB, pooled: 16 MB,
+// 0.42 / 0.00 ms  (average mu = …) task;" (a full collection: "Mark-Compact … MB, 12.3 / 0.0 ms
+// (+ 20.1 ms in 30 steps since start of marking, …) … finalize incremental marking via task; …").
+const GC_LINE =
+  /: (Scavenge|Minor Mark-Sweep|Mark-Compact(?: \(reduce\))?|Mark-Sweep) ([\d.]+) \([\d.]+\) -> ([\d.]+) \([\d.]+\) MB, (?:pooled: [\d.]+ MB, )?([\d.]+) \/ [\d.]+ ms(?:\s+\(\+ ([\d.]+) ms in \d+ steps)?.*current mu = [\d.]+\)\s*(.*?);?\s*$/;
+
+/**
+ * The collections of the measured run, from its --trace-gc lines: their pauses (ms, with a full
+ * collection's incremental steps on the main thread) by kind and by kind and reason, in µs.
+ */
+function gcMeasured(log: string, peakRssMib: number): Measured {
+  const sums = tally();
+  let young = 0;
+  let full = 0;
+  let youngFreedMb = 0;
+  for (const line of log.split('\n')) {
+    const gc = GC_LINE.exec(line);
+    if (gc === null) continue;
+    const [, kind, before, after, pause, steps, reason] = gc;
+    const isYoung = kind === 'Scavenge' || kind === 'Minor Mark-Sweep';
+    if (isYoung) {
+      young++;
+      youngFreedMb += Number(before) - Number(after);
+    } else full++;
+    const us = (Number(pause) + Number(steps ?? 0)) * 1000;
+    const generation = isYoung ? '(young generation)' : '(whole heap)';
+    sums.add(`${kind}: ${reason?.trim() || '(no reason given)'}`, `${generation} ${kind}`, us);
+  }
+  return { ...sums.done(), collections: { young, full, youngFreedMb, peakRssMib } };
+}
+
+/** VmHWM of `pid`, in MiB. */
+function peakRss(pid: number): number {
+  const hwm = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return hwm === null ? Number.NaN : Number(hwm[1]) / 1024;
 }
 
 const GC_SYMBOL = /Scaveng|MarkCompact|Sweeper|Marking|ConcurrentMark|Heap::|Evacuat|MemoryAllocator/;
@@ -283,6 +335,16 @@ interface Side {
 /** What a side's profile counted per request, in the tool's terms. */
 function perRequest({ profile, requests }: Side): string {
   const busy = (profile.busy / requests).toFixed(1);
+  const { collections } = profile;
+  if (collections !== undefined) {
+    const { young, full, youngFreedMb, peakRssMib } = collections;
+    return [
+      `${busy} µs of collector pauses per request`,
+      `${((young / requests) * 1000).toFixed(2)} young collections per 1 000 requests, each freeing ${(youngFreedMb / young).toFixed(1)} MB (${((youngFreedMb * 1024) / requests).toFixed(1)} KiB allocated per request)`,
+      `${full} full collections`,
+      `peak RSS ${peakRssMib.toFixed(1)} MiB`,
+    ].join('; ');
+  }
   if (TOOL === 'perf') return `${busy} µs of CPU per request (every thread)`;
   if (TOOL === 'callgrind') return `${busy} ${UNIT} per request (user space, main thread, one connection)`;
   return `${busy} µs busy and ${(profile.idle / requests).toFixed(1)} µs idle per request`;
@@ -315,6 +377,23 @@ async function profiled(
   // Each run starts the rotation over (wrk/common.lua): one run long enough to read it all.
   if (first.requests < least && first.requestsPerSecond > 0)
     await runWrk({ ...wrk, seconds: Math.min(90, Math.ceil((least / first.requestsPerSecond) * 1.2)) });
+  if (TOOL === 'gc') {
+    // The log from here on is the measured run's (the server is idle between wrk runs).
+    server.resetLog();
+    const run = await runWrk({ ...wrk, seconds: SECONDS });
+    const peak = peakRss(server.pid);
+    const log = server.log();
+    await server.stop();
+    const file = path.join(dir, 'trace-gc.log');
+    writeFileSync(file, log);
+    return {
+      label,
+      requests: run.requests,
+      rate: run.requestsPerSecond,
+      profile: gcMeasured(log, peak),
+      file,
+    };
+  }
   if (TOOL === 'perf') {
     const data = path.join(dir, 'perf.data');
     const perf = spawn(
@@ -372,7 +451,8 @@ async function main(): Promise<void> {
   await ensureDebianPackage(WRK_BIN, 'wrk');
   if (TOOL === 'perf') await ensureDebianPackage(PERF_BIN, 'linux-perf');
   else if (TOOL === 'callgrind') await ensureDebianPackage(VALGRIND_BIN, 'valgrind');
-  else if (TOOL !== 'v8') throw new Error(`PROFILE_TOOL: unknown ${TOOL} (v8, perf or callgrind)`);
+  else if (TOOL !== 'v8' && TOOL !== 'gc')
+    throw new Error(`PROFILE_TOOL: unknown ${TOOL} (v8, perf, callgrind or gc)`);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'clubhouse-profile-'));
   removeOnExit(dir);
   process.stderr.write('seeding 1 000 000 sessions, 100 000 groups …\n');
@@ -395,7 +475,12 @@ async function main(): Promise<void> {
     }
     return {
       out,
-      nodeArgs: TOOL === 'perf' ? ['--perf-basic-prof'] : ['--cpu-prof', `--cpu-prof-dir=${out}`],
+      nodeArgs:
+        TOOL === 'perf'
+          ? ['--perf-basic-prof']
+          : TOOL === 'gc'
+            ? ['--trace-gc']
+            : ['--cpu-prof', `--cpu-prof-dir=${out}`],
     };
   };
   try {

@@ -8,7 +8,7 @@
 // container runs as root there, as the seeded files are root's (the user changes no figure).
 // Its node process (and its workers) are host processes: the bench samples their CPU and memory
 // as it does for `npm start`'s.
-import { statSync, truncateSync } from 'node:fs';
+import { readFileSync, statSync, truncateSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildClubhouseImage } from '../../test/deploy/build.ts';
@@ -93,6 +93,7 @@ export async function startContainer(
     // podman's log file: the service's lines, each behind podman's own prefix (time, stream).
     logBytes: () => statSync(logFile).size,
     resetLog: () => truncateSync(logFile, 0),
+    log: () => readFileSync(logFile, 'utf8'),
     output: () => `(podman logs ${name})`,
     running: () => running,
     async stop() {

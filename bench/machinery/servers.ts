@@ -32,6 +32,8 @@ export interface Server {
   logBytes(): number;
   /** Empties the stdout file (call while the server is idle). */
   resetLog(): void;
+  /** What it wrote to stdout since the last resetLog(). */
+  log(): string;
   /** The tail of stdout and stderr, for error messages. */
   output(): string;
   running(): boolean;
@@ -137,6 +139,7 @@ async function start(options: StartOptions): Promise<Server> {
     servingPids: () => (workers > 1 ? childrenOf(pid) : [pid]),
     logBytes: () => statSync(stdout).size,
     resetLog: () => truncateSync(stdout, 0),
+    log: () => readFileSync(stdout, 'utf8'),
     output,
     running: () => child.running(),
     stop: () => child.stop('SIGTERM', 15_000),
