@@ -6,8 +6,8 @@ import { MAX_GROUP_ID } from '../store/limits.ts';
 /** The group id of a path segment: `[0-9]+`, leading zeros allowed, at most 2^31−1; else null. */
 export function parseGroupId(segment: string): number | null {
   if (!/^[0-9]+$/.test(segment)) return null;
-  // Number reads leading zeros as the decimal digits they are; a value of more digits than the
-  // range's is at least 10^10 however it rounds (Infinity for hundreds of digits), so out of range.
+  // Number reads leading zeros as decimals. More than ten significant digits make at least 10^10
+  // however the value rounds (Infinity for hundreds of them): out of range.
   const id = Number(segment);
   return id >= 1 && id <= MAX_GROUP_ID ? id : null;
 }
