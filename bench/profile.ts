@@ -36,6 +36,7 @@ import { startPostgres } from '../test/helpers/postgres.ts';
 import { startRedis } from '../test/helpers/redis.ts';
 import { recordAnswers, recordSessionAnswers } from './machinery/answers.ts';
 import { BIG } from './machinery/options.ts';
+import { memoryOf } from './machinery/procs.ts';
 import { seedDatabase } from './machinery/seed.ts';
 import { seedSharedStores } from './machinery/seed-stores.ts';
 import { type Server, startBaseline, startClubhouse } from './machinery/servers.ts';
@@ -230,12 +231,6 @@ function gcMeasured(log: string, peakRssMib: number): Measured {
   return { ...sums.done(), collections: { young, full, youngFreedMb, peakRssMib } };
 }
 
-/** VmHWM of `pid`, in MiB. */
-function peakRss(pid: number): number {
-  const hwm = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return hwm === null ? Number.NaN : Number(hwm[1]) / 1024;
-}
-
 const GC_SYMBOL = /Scaveng|MarkCompact|Sweeper|Marking|ConcurrentMark|Heap::|Evacuat|MemoryAllocator/;
 /** V8's compilers and parser: they run until the hot code is compiled, then hardly at all. */
 const COMPILER_SYMBOL = /compiler::|maglev::|baseline::|Compiler|Parser::|Scanner|Bytecode|interpreter::/;
@@ -381,7 +376,7 @@ async function profiled(
     // The log from here on is the measured run's (the server is idle between wrk runs).
     server.resetLog();
     const run = await runWrk({ ...wrk, seconds: SECONDS });
-    const peak = peakRss(server.pid);
+    const peak = memoryOf(server.pid).hwm / (1024 * 1024);
     const log = server.log();
     await server.stop();
     const file = path.join(dir, 'trace-gc.log');
