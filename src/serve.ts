@@ -6,7 +6,6 @@ import { runPrimary } from './cluster.ts';
 import { servingBackends } from './config/backends/chain.ts';
 import { type Config, ConfigError, environmentWithDotenv, loadConfig } from './config/config.ts';
 import { createLogger } from './logger.ts';
-import { startServer } from './server.ts';
 
 function configOrExit(): Config {
   try {
@@ -29,6 +28,10 @@ export async function serve(): Promise<void> {
     process.exit(await runPrimary(config, logger));
   }
   try {
+    // Imported here, not above: a WORKERS primary serves no request, and the server's modules
+    // (Fastify, the routes and their schemas, the backends' libraries) would cost it about as much
+    // memory as a worker's own.
+    const { startServer } = await import('./server.ts');
     // A worker leaves the migrations to the primary, which ran them before forking.
     const server = await startServer(config, logger, { migrate: !cluster.isWorker });
     logger.info({ url: server.url }, 'clubhouse is serving');
