@@ -29,8 +29,8 @@ export async function serve(): Promise<void> {
   }
   try {
     // Imported here, not above: a WORKERS primary serves no request, and the server's modules
-    // (Fastify, the routes and their schemas, the backends' libraries) would cost it about as much
-    // memory as a worker's own.
+    // (Fastify, the routes and their schemas, the backends' libraries) cost it 9 MiB it has no use
+    // for (docs/benchmarks.md, "Where the memory goes").
     const { startServer } = await import('./server.ts');
     // A worker leaves the migrations to the primary, which ran them before forking.
     const server = await startServer(config, logger, { migrate: !cluster.isWorker });
